@@ -1,0 +1,217 @@
+// carom-bench: builds a scene, steps it, reports throughput. Setup is excluded
+// from the timing. --live steps the scene in real time in the terminal instead
+// (what ./scripts/demo runs until the server and viewer exist).
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "carom/world.hpp"
+#include "scenes.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+std::atomic<bool> g_stop{false};
+
+std::uint64_t peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// A coarse density picture of the world, one character per cell.
+void draw(const carom::World& world, int cols, int rows) {
+  const auto& box = world.params().bounds;
+  const auto b = world.bodies();
+  double x0 = box.min.x, y0 = box.min.y, x1 = box.max.x, y1 = box.max.y;
+  if (!box.walled && b.size() > 0) {
+    x0 = *std::min_element(b.x.begin(), b.x.end());
+    x1 = *std::max_element(b.x.begin(), b.x.end()) + 1e-9;
+    y0 = *std::min_element(b.y.begin(), b.y.end());
+    y1 = *std::max_element(b.y.begin(), b.y.end()) + 1e-9;
+  }
+  std::vector<double> cover(static_cast<std::size_t>(cols * rows), 0.0);
+  const double cw = (x1 - x0) / cols, ch = (y1 - y0) / rows;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const int c = std::clamp(static_cast<int>((b.x[i] - x0) / cw), 0, cols - 1);
+    const int r = std::clamp(static_cast<int>((y1 - b.y[i]) / ch), 0, rows - 1);
+    cover[static_cast<std::size_t>(r * cols + c)] += 3.14159 * b.radius[i] * b.radius[i] / (cw * ch);
+  }
+  static const char ramp[] = " .:-=+*#%@";
+  std::string frame = "\x1b[H+" + std::string(static_cast<std::size_t>(cols), '-') + "+\n";
+  for (int r = 0; r < rows; ++r) {
+    frame += '|';
+    for (int c = 0; c < cols; ++c) {
+      const double v = cover[static_cast<std::size_t>(r * cols + c)];
+      frame += ramp[std::clamp(static_cast<int>(v * 9.0 + 0.5), v > 0 ? 1 : 0, 9)];
+    }
+    frame += "|\n";
+  }
+  frame += "+" + std::string(static_cast<std::size_t>(cols), '-') + "+\n";
+  std::fwrite(frame.data(), 1, frame.size(), stdout);
+}
+
+int run_live(carom::World& world, double seconds) {
+  std::signal(SIGINT, [](int) { g_stop = true; });
+  std::signal(SIGTERM, [](int) { g_stop = true; });
+  std::fputs("\x1b[2J", stdout);
+  const double dt = world.params().dt;
+  const auto start = Clock::now();
+  auto next = start;
+  std::uint64_t steps = 0;
+  double step_ms = 0.0;
+  while (!g_stop && (seconds <= 0 || std::chrono::duration<double>(Clock::now() - start).count() < seconds)) {
+    world.step();
+    ++steps;
+    step_ms = 0.9 * step_ms + 0.1 * world.stats().seconds.total * 1e3;
+    if (steps % 4 == 0) {
+      draw(world, 96, 27);
+      const auto& st = world.stats();
+      std::printf("step %llu  t=%.2fs  bodies %u  step %.2f ms  contacts %llu  collisions %llu  "
+                  "KE %.1f J  p=(%.2f, %.2f)  [Ctrl-C to stop]\x1b[K\n",
+                  static_cast<unsigned long long>(st.step), st.time, st.bodies, step_ms,
+                  static_cast<unsigned long long>(st.contacts), static_cast<unsigned long long>(st.collisions),
+                  st.kinetic_energy, st.momentum.x, st.momentum.y);
+      std::fflush(stdout);
+    }
+    next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(dt));
+    std::this_thread::sleep_until(next);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"carom-bench: step a benchmark scene and report throughput"};
+  carom::bench::SceneSpec spec;
+  std::uint64_t steps = 200;
+  int threads = 0;
+  std::string solver_name;
+  int substeps = 0;
+  bool json = false;
+  bool live = false;
+  double seconds = 0.0;
+  app.add_option("--scene", spec.name, "gas | pile | mixed | lattice | default")->capture_default_str();
+  app.add_option("--bodies", spec.bodies, "number of bodies")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "steps to time")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--solver", solver_name, "discrete | verlet (default: the scene's)")
+      ->check(CLI::IsMember({"discrete", "verlet"}));
+  app.add_option("--substeps", substeps, "substeps per step (default: the scene's)")->check(CLI::Range(1, 64));
+  app.add_option("--eta", spec.eta, "area fraction for gas, pile, mixed")->capture_default_str();
+  app.add_option("--seed", spec.seed, "random seed of the scene")->capture_default_str();
+  app.add_flag("--json", json, "print one JSON object");
+  app.add_flag("--live", live, "step in real time and draw the world in the terminal");
+  app.add_option("--seconds", seconds, "with --live: stop after this many seconds (0 = until Ctrl-C)");
+  CLI11_PARSE(app, argc, argv);
+
+  carom::bench::Scene scene;
+  if (auto st = carom::bench::build_scene(spec, &scene); !st.ok()) {
+    std::cerr << "carom-bench: " << st.message() << "\n";
+    return 2;
+  }
+  if (!solver_name.empty()) carom::parse_solver(solver_name, &scene.params.solver);
+  if (substeps > 0) scene.params.substeps = substeps;
+
+  carom::WorldConfig config;
+  config.threads = threads;
+  carom::World world(config);
+  if (auto st = world.set_params(scene.params); !st.ok()) {
+    std::cerr << "carom-bench: " << st.message() << "\n";
+    return 2;
+  }
+  if (auto st = world.add_bodies(scene.bodies); !st.ok()) {
+    std::cerr << "carom-bench: " << st.message() << "\n";
+    return 2;
+  }
+  scene.bodies = {};
+  scene.bodies.shrink_to_fit();
+  if (live) return run_live(world, seconds);
+
+  const double ke_start = world.stats().kinetic_energy;
+  std::uint64_t contacts = 0, collisions = 0, rebuilds = 0, rounds = 0;
+  carom::StageTimes stage{};
+  const auto t0 = Clock::now();
+  for (std::uint64_t k = 0; k < steps; ++k) {
+    world.step();
+    const auto& st = world.stats();
+    contacts += st.contacts;
+    collisions += st.collisions;
+    rebuilds += st.pair_rebuilds;
+    rounds = std::max<std::uint64_t>(rounds, st.rounds);
+    stage.integrate_velocities += st.seconds.integrate_velocities;
+    stage.find_pairs += st.seconds.find_pairs;
+    stage.collide += st.seconds.collide;
+    stage.resolve_contacts += st.seconds.resolve_contacts;
+    stage.integrate_positions += st.seconds.integrate_positions;
+    stage.stats += st.seconds.stats;
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto& st = world.stats();
+  const double n = static_cast<double>(world.size());
+  const double body_steps = n * static_cast<double>(steps) / secs;
+
+  nlohmann::ordered_json j;
+  j["scene"] = spec.name;
+  j["bodies"] = world.size();
+  j["steps"] = steps;
+  j["threads"] = world.threads();
+  j["solver"] = carom::to_string(world.params().solver);
+  j["substeps"] = world.params().substeps;
+  j["eta"] = spec.eta;
+  j["seconds"] = secs;
+  j["body_steps_per_s"] = body_steps;
+  j["steps_per_s"] = static_cast<double>(steps) / secs;
+  j["contacts_per_step"] = static_cast<double>(contacts) / static_cast<double>(steps);
+  j["collisions_per_step"] = static_cast<double>(collisions) / static_cast<double>(steps);
+  j["pair_rebuilds_per_step"] = static_cast<double>(rebuilds) / static_cast<double>(steps);
+  j["max_rounds"] = rounds;
+  j["kinetic_energy_start"] = ke_start;
+  j["kinetic_energy_end"] = st.kinetic_energy;
+  j["state_hash"] = hex(world.state_hash());
+  j["peak_rss_bytes"] = peak_rss_bytes();
+  j["stage_seconds"] = {{"integrate_velocities", stage.integrate_velocities},
+                        {"find_pairs", stage.find_pairs},
+                        {"collide", stage.collide},
+                        {"resolve_contacts", stage.resolve_contacts},
+                        {"integrate_positions", stage.integrate_positions},
+                        {"stats", stage.stats}};
+  if (json) {
+    std::cout << j.dump() << "\n";
+  } else {
+    std::printf("%s: %zu bodies, %llu steps, %d threads, %s x%d substeps\n", spec.name.c_str(), world.size(),
+                static_cast<unsigned long long>(steps), world.threads(), carom::to_string(world.params().solver),
+                world.params().substeps);
+    std::printf("  %.3f s   %.2f M body-steps/s   %.1f steps/s   %.0f contacts/step   hash %s   peak RSS %.1f MB\n",
+                secs, body_steps / 1e6, static_cast<double>(steps) / secs,
+                static_cast<double>(contacts) / static_cast<double>(steps), hex(world.state_hash()).c_str(),
+                static_cast<double>(peak_rss_bytes()) / 1e6);
+    std::printf("  pair rebuilds/step %.2f  candidate pairs %llu  max rounds %llu\n",
+                static_cast<double>(rebuilds) / static_cast<double>(steps),
+                static_cast<unsigned long long>(st.candidate_pairs), static_cast<unsigned long long>(rounds));
+    std::printf("  stages (s): velocities %.3f  pairs %.3f  collide %.3f  resolve %.3f  positions %.3f\n",
+                stage.integrate_velocities, stage.find_pairs, stage.collide, stage.resolve_contacts,
+                stage.integrate_positions);
+  }
+  return 0;
+}

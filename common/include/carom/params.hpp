@@ -1,0 +1,52 @@
+#pragma once
+/// \file World parameters and configuration.
+
+#include <cstdint>
+#include <string_view>
+
+#include "carom/vec2.hpp"
+
+namespace carom {
+
+/// Which solver steps the world.
+enum class Solver : std::uint8_t {
+  kDiscrete = 0,  ///< a posteriori: impulses on overlapping, approaching pairs + position correction
+  kVerlet = 1,    ///< position-based: push-apart on positions, velocity derived from motion
+};
+
+/// "discrete" / "verlet".
+const char* to_string(Solver solver);
+/// Parses "discrete" / "verlet"; returns false on anything else.
+bool parse_solver(std::string_view text, Solver* out);
+
+/// The walled box. `walled == false` means unbounded: no walls at all.
+struct Bounds {
+  bool walled = true;
+  Vec2 min{0.0, 0.0};  ///< metres
+  Vec2 max{100.0, 100.0};
+};
+
+/// Everything that shapes the physics. Changed through World::set_params,
+/// which validates all of it before touching anything.
+struct Params {
+  Bounds bounds;
+  Vec2 gravity{0.0, 0.0};        ///< m/s^2
+  double restitution = 1.0;      ///< in [0, 1]; bodies and walls
+  /// Linear damping c in 1/s: each substep of length h multiplies velocity by
+  /// exp(-c h). The "x0.99 per frame at 60 Hz" friction is c = -60 ln 0.99 = 0.603.
+  double linear_damping = 0.0;
+  Solver solver = Solver::kDiscrete;
+  int substeps = 4;              ///< 1..64 substeps per step
+  double dt = 1.0 / 60.0;        ///< seconds per step, (0, 1]
+  double density = 1.0;          ///< kg/m^2, for bodies added with mass 0
+  bool record_events = true;     ///< keep collision events of the last step
+  std::uint32_t max_events = 1u << 16;  ///< cap on events kept per step (the rest are counted)
+};
+
+/// Fixed at construction.
+struct WorldConfig {
+  std::uint32_t max_bodies = 1u << 24;  ///< add beyond this fails with kResourceExhausted
+  int threads = 0;                      ///< worker threads; 0 = all hardware threads
+};
+
+}  // namespace carom

@@ -1,0 +1,46 @@
+#pragma once
+/// \file Per-step statistics and collision events.
+
+#include <cstdint>
+
+#include "carom/body.hpp"
+#include "carom/vec2.hpp"
+
+namespace carom {
+
+/// One collision: an impulse applied between two approaching bodies.
+struct CollisionEvent {
+  BodyId a = kAutoId;  ///< lower id
+  BodyId b = kAutoId;  ///< higher id
+  /// Radius-weighted contact point (r_b p_a + r_a p_b) / (r_a + r_b): on the
+  /// surface of both when they touch, in proportion when they overlap. Metres.
+  Vec2 point;
+  /// Impulse on b (a gets the opposite), N s. For Verlet: momentum change implied
+  /// by the position correction.
+  Vec2 impulse;
+  std::uint32_t substep = 0;  ///< which substep of the step
+};
+
+/// Wall-clock seconds spent in each stage of the last step (summed over substeps).
+struct StageTimes {
+  double integrate_velocities = 0, find_pairs = 0, collide = 0, resolve_contacts = 0,
+         integrate_positions = 0, stats = 0, total = 0;
+};
+
+/// What the last step did. Deterministic fields are bit-identical for any thread count.
+struct StepStats {
+  std::uint64_t step = 0;          ///< steps taken so far
+  double time = 0.0;               ///< simulated seconds so far
+  std::uint32_t bodies = 0;
+  std::uint64_t contacts = 0;      ///< overlapping pairs, summed over substeps
+  std::uint64_t collisions = 0;    ///< contacts that were approaching and got an impulse
+  std::uint64_t events_dropped = 0;  ///< events beyond Params::max_events
+  std::uint64_t candidate_pairs = 0; ///< broad-phase pairs in the current pair list
+  std::uint32_t rounds = 0;        ///< rounds of the contact schedule
+  std::uint32_t pair_rebuilds = 0; ///< broad-phase rebuilds during this step
+  double kinetic_energy = 0.0;     ///< J, sum 1/2 m v^2 after the step
+  Vec2 momentum;                   ///< kg m/s after the step
+  StageTimes seconds;              ///< not deterministic: wall-clock
+};
+
+}  // namespace carom

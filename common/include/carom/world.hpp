@@ -1,0 +1,89 @@
+#pragma once
+/// \file World: one simulated world of circular bodies.
+///
+/// Threading: a World is owned by one thread (the simulation thread). Every
+/// member function must be called from that thread; step() fans work out to
+/// the World's own oneTBB arena internally.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "carom/body.hpp"
+#include "carom/params.hpp"
+#include "carom/stats.hpp"
+#include "carom/status.hpp"
+
+namespace carom {
+
+namespace detail {
+struct WorldState;
+}
+
+class World {
+ public:
+  /// A world with the given configuration and parameters. Parameters that fail
+  /// validation are replaced by the defaults; call set_params to get the reason.
+  explicit World(const WorldConfig& config = {}, const Params& params = {});
+  ~World();
+  World(World&&) noexcept;
+  World& operator=(World&&) noexcept;
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  /// Validates every field, then replaces the parameters. Fails (world
+  /// unchanged) if a field is invalid or if a body would be outside new bounds.
+  Status set_params(const Params& params);
+  const Params& params() const;
+  const WorldConfig& config() const;
+
+  /// Adds one body. On success writes the id to *id_out (if given).
+  Status add_body(const BodyDesc& desc, BodyId* id_out = nullptr);
+  /// Adds all bodies or none. Messages name the index: "bodies[12].radius: ...".
+  Status add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* ids_out = nullptr);
+  /// Removes one body; kNotFound if unknown.
+  Status remove_body(BodyId id);
+  /// Removes all the listed bodies or, if any id is unknown, none.
+  Status remove_bodies(std::span<const BodyId> ids);
+  /// Removes every body. Ids are still never reused.
+  void clear();
+
+  /// Teleports a body (metres). Must be finite and inside the box.
+  Status set_position(BodyId id, Vec2 position);
+  /// Sets a body's velocity (m/s). Must be finite.
+  Status set_velocity(BodyId id, Vec2 velocity);
+  /// Adds impulse / mass to the velocity (impulse in N s). Must be finite.
+  Status apply_impulse(BodyId id, Vec2 impulse);
+
+  /// One body's state; kNotFound if unknown.
+  Status body(BodyId id, BodyState* out) const;
+  /// True if the id names a live body.
+  bool contains(BodyId id) const;
+  /// Number of bodies.
+  std::size_t size() const;
+  /// All bodies, sorted by id (structure of arrays).
+  BodiesView bodies() const;
+  /// The id the next auto-id body will get.
+  BodyId next_id() const;
+
+  /// Advances the world by params().dt (params().substeps substeps).
+  void step();
+  /// Statistics of the last step (kinetic energy and momentum are kept
+  /// current after every change, so they are valid before the first step too).
+  const StepStats& stats() const;
+  /// Collision events of the last step, in a deterministic order.
+  std::span<const CollisionEvent> events() const;
+  /// 64-bit hash over the bit patterns of every body's id, position, velocity,
+  /// radius and mass, in id order, plus the step count. Equal hashes mean
+  /// (with overwhelming probability) bit-identical worlds.
+  std::uint64_t state_hash() const;
+
+  /// Worker threads used by step() (results never depend on it).
+  int threads() const;
+
+ private:
+  std::unique_ptr<detail::WorldState> s_;
+};
+
+}  // namespace carom

@@ -1,0 +1,258 @@
+// Broad phase: find_pairs.
+//
+// Reads:  positions and extents (radius + skin) in storage (id) order.
+// Writes: the candidate pair list, pairs (a, b) of storage indices with a < b.
+//
+// Each body lives in one cell of one level of a uniform grid; level k has cells
+// of side s0 * 2^k and holds the bodies with 2 * extent <= s_k, so the cell
+// size follows the radii and bodies spanning 100x in radius stay cheap. All
+// levels share one hash table of buckets, filled by a parallel counting sort.
+// A body looks for partners in its own cell (later sorted positions only), in
+// four of its eight neighbouring cells (the i < j rule on cells), and in the
+// 3x3 cells around it on every coarser occupied level (small finds large, never
+// the reverse): each pair is met exactly once. The hash keeps neighbouring
+// cells in neighbouring buckets, so those cells are read as contiguous runs.
+//
+// Determinism: buckets are sorted by storage index after the scatter, so the
+// sorted order is a function of the input only; pairs are written per fixed
+// block of sorted positions and concatenated in block order.
+
+#include "broad_phase.hpp"
+
+#include <oneapi/tbb/parallel_for.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "parallel.hpp"
+
+namespace carom::detail {
+namespace {
+
+constexpr std::size_t kBlock = 2048;
+constexpr int kMaxLevels = 16;
+// Cell coordinates are clamped to +-2^28. Clamping is monotone and moves
+// neighbours at most together, so far-away bodies share edge cells (slower, but
+// still exact: the distance test decides).
+constexpr double kCellClamp = 268435456.0;
+constexpr std::uint64_t kCellBias = 1ull << 29;
+
+struct Grid {
+  double s0 = 1.0;
+  double size[kMaxLevels];
+  double inv[kMaxLevels];
+};
+
+std::uint64_t pack(std::uint32_t level, std::int64_t cx, std::int64_t cy) {
+  return (std::uint64_t{level} << 60) | ((static_cast<std::uint64_t>(cx) + kCellBias) << 30) |
+         (static_cast<std::uint64_t>(cy) + kCellBias);
+}
+
+std::int64_t cell_coord(double v, double inv) {
+  double c = std::floor(v * inv);
+  c = std::clamp(c, -kCellClamp, kCellClamp);
+  return static_cast<std::int64_t>(c);
+}
+
+std::uint32_t level_of(double extent, const Grid& g) {
+  std::uint32_t k = 0;
+  while (k + 1 < kMaxLevels && 2.0 * extent > g.size[k]) ++k;
+  return k;
+}
+
+// The spatial hash: cells wrap onto a W x H torus of buckets (W H = bucket
+// count), so neighbouring cells are neighbouring buckets and a row of three
+// cells is one contiguous run of the sorted arrays. Cells a multiple of W or H
+// apart share a bucket; the exact key check filters them.
+struct Hash {
+  std::uint32_t mask;
+  std::uint32_t width;
+  std::uint32_t operator()(std::uint32_t level, std::int64_t cx, std::int64_t cy) const {
+    return (static_cast<std::uint32_t>(cy) * width + static_cast<std::uint32_t>(cx) + level * 0x9E3779B1u) & mask;
+  }
+};
+
+constexpr std::uint64_t kCyMask = (1ull << 30) - 1;
+
+}  // namespace
+
+void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> extent,
+                BroadPhase& bp, std::vector<Pair>& out) {
+  const std::size_t n = x.size();
+  out.clear();
+  if (n < 2) return;
+
+  // Extent range: exact min/max, so independent of block grouping.
+  const std::size_t nb = block_count(n, kBlock);
+  std::vector<double> bmin(nb), bmax(nb);
+  for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
+    double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+    for (std::size_t i = b0; i < b1; ++i) {
+      lo = std::min(lo, extent[i]);
+      hi = std::max(hi, extent[i]);
+    }
+    bmin[blk] = lo;
+    bmax[blk] = hi;
+  });
+  const double emin = *std::min_element(bmin.begin(), bmin.end());
+  const double emax = *std::max_element(bmax.begin(), bmax.end());
+
+  // A hair of slack keeps "distance < e_i + e_j <= cell size" strict after
+  // rounding, so partners are never more than one cell apart.
+  Grid g;
+  g.s0 = 2.0 * emin * (1.0 + 1e-9);
+  const double top = std::ldexp(g.s0, kMaxLevels - 1);
+  if (2.0 * emax > top) g.s0 = 2.0 * emax * (1.0 + 1e-9) / std::ldexp(1.0, kMaxLevels - 1);
+  for (int k = 0; k < kMaxLevels; ++k) {
+    g.size[k] = std::ldexp(g.s0, k);
+    g.inv[k] = 1.0 / g.size[k];
+  }
+
+  const std::uint32_t buckets = std::bit_ceil(static_cast<std::uint32_t>(std::max<std::size_t>(2 * n, 64)));
+  const Hash hash{buckets - 1, 1u << ((std::countr_zero(buckets) + 1) / 2)};
+
+  bp.bucket_of.resize(n);
+  bp.bucket_end.assign(buckets, 0);
+  bp.sorted.resize(n);
+  bp.sx.resize(n);
+  bp.sy.resize(n);
+  bp.se.resize(n);
+  bp.skey.resize(n);
+
+  // 1. Bucket of every body and the bucket histogram.
+  std::vector<std::uint32_t> block_levels(nb, 0);
+  for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
+    std::uint32_t lv = 0;
+    for (std::size_t i = b0; i < b1; ++i) {
+      const std::uint32_t k = level_of(extent[i], g);
+      lv |= 1u << k;
+      const std::uint32_t h = hash(k, cell_coord(x[i], g.inv[k]), cell_coord(y[i], g.inv[k]));
+      bp.bucket_of[i] = h;
+      std::atomic_ref<std::uint32_t>(bp.bucket_end[h]).fetch_add(1, std::memory_order_relaxed);
+    }
+    block_levels[blk] = lv;
+  });
+  bp.levels = 0;
+  for (auto lv : block_levels) bp.levels |= lv;
+
+  // 2. Exclusive scan: bucket_end[h] becomes the start of bucket h.
+  {
+    std::uint32_t sum = 0;
+    for (std::uint32_t h = 0; h < buckets; ++h) {
+      const std::uint32_t c = bp.bucket_end[h];
+      bp.bucket_end[h] = sum;
+      sum += c;
+    }
+  }
+
+  // 3. Scatter. The cursor walks each bucket's start to its end, which leaves
+  //    bucket_end[h] = end of bucket h (start of bucket h is bucket_end[h-1]).
+  for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t) {
+    for (std::size_t i = b0; i < b1; ++i) {
+      const std::uint32_t slot =
+          std::atomic_ref<std::uint32_t>(bp.bucket_end[bp.bucket_of[i]]).fetch_add(1, std::memory_order_relaxed);
+      bp.sorted[slot] = static_cast<std::uint32_t>(i);
+    }
+  });
+
+  // 4. Arrival order inside a bucket is a race: sort each bucket by storage
+  //    index, then gather the sorted copies the pair search reads.
+  const std::size_t bucket_block = 1 << 14;
+  for_blocks(buckets, bucket_block, [&](std::size_t h0, std::size_t h1, std::size_t) {
+    for (std::size_t h = h0; h < h1; ++h) {
+      const std::uint32_t begin = h == 0 ? 0 : bp.bucket_end[h - 1];
+      const std::uint32_t end = bp.bucket_end[h];
+      if (end - begin > 1) std::sort(bp.sorted.begin() + begin, bp.sorted.begin() + end);
+      for (std::uint32_t p = begin; p < end; ++p) {
+        const std::uint32_t i = bp.sorted[p];
+        const std::uint32_t k = level_of(extent[i], g);
+        bp.sx[p] = x[i];
+        bp.sy[p] = y[i];
+        bp.se[p] = extent[i];
+        bp.skey[p] = pack(k, cell_coord(x[i], g.inv[k]), cell_coord(y[i], g.inv[k]));
+      }
+    }
+  });
+
+  // 5. Pair search over fixed blocks of sorted positions.
+  bp.block_pairs.resize(nb);
+  const std::uint32_t levels = bp.levels;
+  for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
+    std::vector<Pair>& local = bp.block_pairs[blk];
+    local.clear();
+    auto emit = [&](std::uint32_t p, std::uint32_t q) {
+      const std::uint32_t i = bp.sorted[p], j = bp.sorted[q];
+      local.push_back(i < j ? Pair{i, j} : Pair{j, i});
+    };
+    auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bp.bucket_end[h - 1]; };
+    // Partners of p among sorted positions [q, end) whose cell is (level,
+    // cx_lo..cx_hi, cy).
+    auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level, std::int64_t cx_lo,
+                    std::int64_t cx_hi, std::int64_t cy) {
+      const std::uint64_t kmin = pack(level, cx_lo, cy), kmax = pack(level, cx_hi, cy);
+      const std::uint64_t cyb = kmin & kCyMask;
+      const double px = bp.sx[p], py = bp.sy[p], pe = bp.se[p];
+      for (; q < end; ++q) {
+        const std::uint64_t kq = bp.skey[q];
+        if (kq >= kmin && kq <= kmax && (kq & kCyMask) == cyb &&
+            extents_overlap(px, py, pe, bp.sx[q], bp.sy[q], bp.se[q]))
+          emit(p, q);
+      }
+    };
+    // A row of cells cx_lo..cx_hi: one run when the buckets do not wrap,
+    // else cell by cell. `after` limits the first cell to positions after p.
+    auto scan_row = [&](std::uint32_t p, std::uint32_t level, std::int64_t cx_lo, std::int64_t cx_hi, std::int64_t cy,
+                        bool after) {
+      const std::uint32_t h0 = hash(level, cx_lo, cy), h1 = hash(level, cx_hi, cy);
+      if (h1 >= h0 && h1 - h0 == cx_hi - cx_lo) {
+        scan(p, after ? p + 1 : bucket_begin(h0), bp.bucket_end[h1], level, cx_lo, cx_hi, cy);
+        return;
+      }
+      for (std::int64_t cx = cx_lo; cx <= cx_hi; ++cx) {
+        const std::uint32_t h = hash(level, cx, cy);
+        scan(p, (after && cx == cx_lo) ? p + 1 : bucket_begin(h), bp.bucket_end[h], level, cx, cx, cy);
+      }
+    };
+    for (std::size_t pp = p0; pp < p1; ++pp) {
+      const auto p = static_cast<std::uint32_t>(pp);
+      const std::uint64_t key = bp.skey[p];
+      const std::uint32_t k = static_cast<std::uint32_t>(key >> 60);
+      const auto cx = static_cast<std::int64_t>((key >> 30) & kCyMask) - static_cast<std::int64_t>(kCellBias);
+      const auto cy = static_cast<std::int64_t>(key & kCyMask) - static_cast<std::int64_t>(kCellBias);
+      // Same level: own cell (later positions) and east; then the three cells
+      // of the row above. The other four neighbours find p themselves.
+      scan_row(p, k, cx, cx + 1, cy, true);
+      scan_row(p, k, cx - 1, cx + 1, cy + 1, false);
+      for (std::uint32_t up = levels & ~((2u << k) - 1); up != 0; up &= up - 1) {
+        const std::uint32_t l = static_cast<std::uint32_t>(std::countr_zero(up));
+        const std::int64_t ux = cell_coord(bp.sx[p], g.inv[l]);
+        const std::int64_t uy = cell_coord(bp.sy[p], g.inv[l]);
+        for (std::int64_t dy = -1; dy <= 1; ++dy) scan_row(p, l, ux - 1, ux + 1, uy + dy, false);
+      }
+    }
+  });
+
+  // 6. Concatenate in block order.
+  bp.block_offset.resize(nb + 1);
+  bp.block_offset[0] = 0;
+  for (std::size_t b = 0; b < nb; ++b) bp.block_offset[b + 1] = bp.block_offset[b] + bp.block_pairs[b].size();
+  out.resize(bp.block_offset[nb]);
+  for_blocks(nb, 1, [&](std::size_t b, std::size_t, std::size_t) {
+    std::copy(bp.block_pairs[b].begin(), bp.block_pairs[b].end(), out.begin() + static_cast<std::ptrdiff_t>(bp.block_offset[b]));
+  });
+}
+
+std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<const double> y,
+                                         std::span<const double> extent) {
+  std::vector<Pair> pairs;
+  const auto n = static_cast<std::uint32_t>(x.size());
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (std::uint32_t j = i + 1; j < n; ++j)
+      if (extents_overlap(x[i], y[i], extent[i], x[j], y[j], extent[j])) pairs.push_back({i, j});
+  return pairs;
+}
+
+}  // namespace carom::detail

@@ -1,0 +1,49 @@
+#pragma once
+// Broad phase: spatial hash buckets over a multi-level uniform grid.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace carom::detail {
+
+/// A candidate pair of storage indices, a < b (so id(a) < id(b)).
+struct Pair {
+  std::uint32_t a;
+  std::uint32_t b;
+  friend bool operator==(Pair, Pair) = default;
+  friend auto operator<=>(Pair, Pair) = default;
+};
+
+/// The one predicate both the broad phase and its brute-force reference use:
+/// the discs of radius e_i and e_j around the two centres overlap (strictly).
+inline bool extents_overlap(double xi, double yi, double ei, double xj, double yj, double ej) {
+  const double dx = xj - xi;
+  const double dy = yj - yi;
+  const double reach = ei + ej;
+  return dx * dx + dy * dy < reach * reach;
+}
+
+/// Scratch buffers reused from call to call (no allocation in steady state).
+struct BroadPhase {
+  std::vector<std::uint32_t> bucket_of;  // per body, storage order
+  std::vector<std::uint32_t> bucket_end;  // per bucket: end of its run in the sorted arrays
+  std::vector<std::uint32_t> sorted;      // sorted position -> storage index
+  std::vector<double> sx, sy, se;         // sorted copies of x, y, extent
+  std::vector<std::uint64_t> skey;        // sorted cell keys (level, cx, cy)
+  std::vector<std::vector<Pair>> block_pairs;
+  std::vector<std::size_t> block_offset;
+  std::uint32_t levels = 0;  // bit k set when level k holds a body
+};
+
+/// All pairs i < j with extents_overlap(i, j), each exactly once, in an order
+/// that depends only on the inputs (never on the thread count). Writes `out`.
+/// Call from inside the World's arena.
+void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> extent,
+                BroadPhase& scratch, std::vector<Pair>& out);
+
+/// The O(n^2) reference: same predicate, pairs in (a, b) order. For tests.
+std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<const double> y,
+                                         std::span<const double> extent);
+
+}  // namespace carom::detail

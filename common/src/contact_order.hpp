@@ -1,0 +1,43 @@
+#pragma once
+// The deterministic minimum-ordering rule for simultaneous contacts.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "broad_phase.hpp"
+#include "carom/body.hpp"
+
+namespace carom::detail {
+
+/// Position of a contact in the strict total order on contacts: a bijective mix
+/// of (lower id, higher id), so distinct pairs never tie and the order depends
+/// on stable ids only. Smaller key = applied first.
+inline std::uint64_t contact_key(BodyId lo, BodyId hi) {
+  std::uint64_t z = (std::uint64_t{lo} << 32) | hi;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// Rounds of pairwise body-disjoint contacts. Applying round 0, then round 1,
+/// ... gives exactly what applying every contact one by one in contact_key
+/// order would give: two contacts that share a body always land in rounds in
+/// key order, and contacts that share no body commute.
+struct ContactSchedule {
+  std::vector<std::uint32_t> order;        // contact indices, round by round
+  std::vector<std::uint32_t> round_begin;  // round r is order[round_begin[r] .. round_begin[r+1])
+  // scratch, kept between calls so steady-state steps do not allocate
+  std::vector<std::uint64_t> reserved;     // per body; all ~0 between calls
+  std::vector<std::uint32_t> pending, tail_round;
+  std::vector<std::vector<std::uint32_t>> ready_blocks, rest_blocks;
+
+  std::size_t rounds() const { return round_begin.empty() ? 0 : round_begin.size() - 1; }
+};
+
+/// Groups `pairs` (storage indices into `ids`) into rounds: a contact enters a
+/// round when it is the minimum, in key order, among the contacts not yet
+/// applied of both of its bodies. Same schedule for any thread count.
+void order_contacts(std::span<const BodyId> ids, std::span<const Pair> pairs, ContactSchedule& schedule);
+
+}  // namespace carom::detail

@@ -1,0 +1,62 @@
+// Events and stats: measure_energy, hash_state.
+//
+// Reads: every body. Sums are taken per fixed block of the id-ordered storage
+// and combined in block order, so they are bit-identical for any thread count
+// and any insertion order; the hash walks bodies in id order.
+
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "parallel.hpp"
+#include "stages.hpp"
+
+namespace carom::detail {
+namespace {
+constexpr std::size_t kBlock = 8192;
+
+struct Partial {
+  double ke = 0, px = 0, py = 0;
+};
+
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
+}  // namespace
+
+void measure_energy(const BodyStore& b, StepStats& stats) {
+  const std::size_t n = b.size();
+  std::vector<Partial> part(block_count(n, kBlock));
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    Partial s;
+    for (std::size_t i = i0; i < i1; ++i) {
+      const double m = b.m[i], vx = b.vx[i], vy = b.vy[i];
+      s.ke += 0.5 * m * (vx * vx + vy * vy);
+      s.px += m * vx;
+      s.py += m * vy;
+    }
+    part[blk] = s;
+  });
+  Partial t;
+  for (const Partial& s : part) {
+    t.ke += s.ke;
+    t.px += s.px;
+    t.py += s.py;
+  }
+  stats.bodies = static_cast<std::uint32_t>(n);
+  stats.kinetic_energy = t.ke;
+  stats.momentum = {t.px, t.py};
+}
+
+std::uint64_t hash_state(const BodyStore& b) {
+  std::uint64_t h = 0xC0FFEE0123456789ull ^ b.size();
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    h = mix(h, b.id[i]);
+    for (double v : {b.x[i], b.y[i], b.vx[i], b.vy[i], b.r[i], b.m[i]}) h = mix(h, std::bit_cast<std::uint64_t>(v));
+  }
+  return h;
+}
+
+}  // namespace carom::detail

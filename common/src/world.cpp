@@ -1,0 +1,474 @@
+// World: the public API, validation, and World::step — the one place where the
+// order of the stages is written.
+
+#include "carom/world.hpp"
+
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "body_store.hpp"
+#include "broad_phase.hpp"
+#include "contact_order.hpp"
+#include "parallel.hpp"
+#include "stages.hpp"
+
+namespace carom {
+
+const char* to_string(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid_argument";
+    case StatusCode::kNotFound: return "not_found";
+    case StatusCode::kOutOfRange: return "out_of_range";
+    case StatusCode::kAlreadyExists: return "already_exists";
+    case StatusCode::kResourceExhausted: return "resource_exhausted";
+  }
+  return "unknown";
+}
+
+const char* to_string(Solver solver) {
+  switch (solver) {
+    case Solver::kDiscrete: return "discrete";
+    case Solver::kVerlet: return "verlet";
+  }
+  return "unknown";
+}
+
+bool parse_solver(std::string_view text, Solver* out) {
+  if (text == "discrete") {
+    *out = Solver::kDiscrete;
+  } else if (text == "verlet") {
+    *out = Solver::kVerlet;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+namespace detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string num(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+Status invalid(const std::string& field, const std::string& rule, const std::string& got) {
+  return {StatusCode::kInvalidArgument, field + ": " + rule + ", got " + got};
+}
+
+bool finite(Vec2 v) { return std::isfinite(v.x) && std::isfinite(v.y); }
+std::string str(Vec2 v) {
+  std::string out = "(";
+  out.append(num(v.x)).append(", ").append(num(v.y)).append(")");
+  return out;
+}
+
+// Inside the box exactly as the wall clamp writes it: min + r <= x <= max - r.
+bool inside(const Bounds& box, double x, double y, double r) {
+  if (!box.walled) return true;
+  return x >= box.min.x + r && x <= box.max.x - r && y >= box.min.y + r && y <= box.max.y - r;
+}
+
+Status check_params(const Params& p) {
+  if (!finite(p.gravity)) return invalid("gravity", "must be finite", str(p.gravity));
+  if (!(p.restitution >= 0.0 && p.restitution <= 1.0))
+    return invalid("restitution", "must be in [0, 1]", num(p.restitution));
+  if (!(p.linear_damping >= 0.0 && std::isfinite(p.linear_damping)))
+    return invalid("linear_damping", "must be finite and >= 0 (1/s)", num(p.linear_damping));
+  if (p.solver != Solver::kDiscrete && p.solver != Solver::kVerlet)
+    return invalid("solver", "must be discrete or verlet", std::to_string(static_cast<int>(p.solver)));
+  if (p.substeps < 1 || p.substeps > 64) return invalid("substeps", "must be in [1, 64]", std::to_string(p.substeps));
+  if (!(p.dt > 0.0 && p.dt <= 1.0)) return invalid("dt", "must be in (0, 1] seconds", num(p.dt));
+  if (!(p.density > 0.0 && std::isfinite(p.density))) return invalid("density", "must be finite and > 0", num(p.density));
+  if (p.bounds.walled) {
+    if (!finite(p.bounds.min)) return invalid("bounds.min", "must be finite", str(p.bounds.min));
+    if (!finite(p.bounds.max)) return invalid("bounds.max", "must be finite", str(p.bounds.max));
+    if (!(p.bounds.max.x > p.bounds.min.x && p.bounds.max.y > p.bounds.min.y))
+      return invalid("bounds", "max must exceed min on both axes", "min " + str(p.bounds.min) + " max " + str(p.bounds.max));
+  }
+  return {};
+}
+
+}  // namespace
+
+struct WorldState {
+  WorldConfig config;
+  Params params;
+  tbb::task_arena arena;
+  int threads = 1;
+
+  BodyStore bodies;
+  BodyId next_id = 1;
+  std::vector<BodyId> retired;  // sorted ids of removed bodies: never reused
+
+  // Pair list, rebuilt when any body has moved more than skin / 2 since it was
+  // built (each pair then still has both bodies within their extents).
+  bool pairs_dirty = true;
+  double skin = 0.0;
+  double max_disp2 = 0.0;
+  std::vector<double> xb, yb, extent;
+  std::vector<Pair> pairs;
+  BroadPhase broad;
+  Contacts contacts;
+  std::vector<double> px, py;  // Verlet: positions at the start of the substep
+
+  StepStats stats;
+  bool energy_dirty = true;
+  std::vector<CollisionEvent> events;
+
+  WorldState(const WorldConfig& c, const Params& p)
+      : config(c),
+        params(check_params(p).ok() ? p : Params{}),
+        arena(c.threads > 0 ? c.threads : tbb::info::default_concurrency()),
+        threads(c.threads > 0 ? c.threads : tbb::info::default_concurrency()) {}
+
+  bool id_used(BodyId id) const {
+    return bodies.find(id) != kNotFound || std::binary_search(retired.begin(), retired.end(), id);
+  }
+
+  void touched() {
+    pairs_dirty = true;
+    energy_dirty = true;
+  }
+
+  Status check_body(const BodyDesc& d, const std::string& at) const {
+    if (!finite(d.position)) return invalid(at + "position", "must be finite", str(d.position));
+    if (!finite(d.velocity)) return invalid(at + "velocity", "must be finite", str(d.velocity));
+    if (!(std::isfinite(d.radius) && d.radius > 0.0)) return invalid(at + "radius", "must be finite and > 0", num(d.radius));
+    if (!(std::isfinite(d.mass) && d.mass >= 0.0))
+      return invalid(at + "mass", "must be finite and > 0 (or 0 for density x area)", num(d.mass));
+    if (d.mass == 0.0 && !(params.density * std::numbers::pi * d.radius * d.radius > 0.0))
+      return invalid(at + "mass", "density x area underflows to 0 for radius", num(d.radius));
+    if (!inside(params.bounds, d.position.x, d.position.y, d.radius))
+      return {StatusCode::kOutOfRange, at + "position: body of radius " + num(d.radius) + " at " + str(d.position) +
+                                           " is not inside the box " + str(params.bounds.min) + " - " +
+                                           str(params.bounds.max)};
+    if (d.id != kAutoId && d.id > kMaxBodyId) return invalid(at + "id", "must be <= " + std::to_string(kMaxBodyId), std::to_string(d.id));
+    if (d.id != kAutoId && id_used(d.id))
+      return {StatusCode::kAlreadyExists, at + "id: " + std::to_string(d.id) + " is in use or was used before"};
+    return {};
+  }
+
+  double mass_of(const BodyDesc& d) const {
+    return d.mass > 0.0 ? d.mass : params.density * std::numbers::pi * d.radius * d.radius;
+  }
+
+  void rebuild_pairs();
+  void step();
+};
+
+void WorldState::rebuild_pairs() {
+  const std::size_t n = bodies.size();
+  xb = bodies.x;
+  yb = bodies.y;
+  // Skin: room for the fastest body to travel about 1.5 steps before a rebuild,
+  // within [5%, 400%] of the smallest radius.
+  double vmax2 = 0.0, rmin = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < n; ++i) {
+    vmax2 = std::max(vmax2, bodies.vx[i] * bodies.vx[i] + bodies.vy[i] * bodies.vy[i]);
+    rmin = std::min(rmin, bodies.r[i]);
+  }
+  skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, 0.05 * rmin, 4.0 * rmin);
+  extent.resize(n);
+  for (std::size_t i = 0; i < n; ++i) extent[i] = bodies.r[i] + 0.5 * skin;
+  find_pairs(bodies.x, bodies.y, extent, broad, pairs);
+  max_disp2 = 0.0;
+  pairs_dirty = false;
+}
+
+void WorldState::step() {
+  const auto t_step = Clock::now();
+  StepStats st;
+  st.step = stats.step + 1;
+  st.time = stats.time + params.dt;
+  events.clear();
+  const Params& p = params;
+  const double h = p.dt / p.substeps;
+  const double damping = std::exp(-p.linear_damping * h);
+  const bool verlet = p.solver == Solver::kVerlet;
+  if (verlet) {
+    px.resize(bodies.size());
+    py.resize(bodies.size());
+  }
+  if (xb.size() != bodies.size()) {
+    // Bodies were added or removed: the pair list is rebuilt below anyway.
+    xb = bodies.x;
+    yb = bodies.y;
+    pairs_dirty = true;
+  }
+  // Rebuild a little before the bound so rounding can never matter.
+  const double half_skin = 0.5 * skin * 0.99;
+
+  for (int sub = 0; sub < p.substeps; ++sub) {
+    // 1. Integrate velocities: gravity and damping.
+    auto t = Clock::now();
+    integrate_velocities(bodies, p.gravity, damping, h);
+    if (verlet) max_disp2 = predict_positions(bodies, h, px, py, xb, yb);
+    st.seconds.integrate_velocities += seconds_since(t);
+
+    // 2. Broad phase: spatial hash buckets -> candidate pairs -> contact rounds.
+    t = Clock::now();
+    if (pairs_dirty || max_disp2 > half_skin * half_skin) {
+      rebuild_pairs();
+      ++st.pair_rebuilds;
+    }
+    st.seconds.find_pairs += seconds_since(t);
+
+    // 3. Narrow phase: which candidate pairs overlap now.
+    t = Clock::now();
+    collide(bodies, pairs, contacts);
+    st.contacts += contacts.size();
+    st.seconds.collide += seconds_since(t);
+
+    // 4. Resolve: the minimum-ordering rule, rounds of disjoint contacts.
+    t = Clock::now();
+    st.collisions += resolve_contacts(bodies, contacts, p.solver, p.restitution, h);
+    st.rounds = std::max<std::uint32_t>(st.rounds, static_cast<std::uint32_t>(contacts.schedule.rounds()));
+    st.seconds.resolve_contacts += seconds_since(t);
+
+    // 5. Integrate positions and walls (Verlet: walls and derived velocities).
+    t = Clock::now();
+    if (verlet) {
+      finish_verlet(bodies, p, h, px, py);
+    } else {
+      max_disp2 = integrate_positions(bodies, p, h, xb, yb);
+    }
+    st.seconds.integrate_positions += seconds_since(t);
+
+    // 6. Events of this substep.
+    if (p.record_events)
+      st.events_dropped +=
+          record_events(bodies, contacts, static_cast<std::uint32_t>(sub), p.max_events, events);
+  }
+  // Verlet derives velocities after the last positional move; the displacement
+  // since the pair list was built is re-measured in the next predict.
+
+  // 6. Stats: energy, momentum.
+  auto t = Clock::now();
+  measure_energy(bodies, st);
+  energy_dirty = false;
+  st.candidate_pairs = pairs.size();
+  st.seconds.stats = seconds_since(t);
+  st.seconds.total = seconds_since(t_step);
+  stats = st;
+}
+
+}  // namespace detail
+
+World::World(const WorldConfig& config, const Params& params)
+    : s_(std::make_unique<detail::WorldState>(config, params)) {}
+World::~World() = default;
+World::World(World&&) noexcept = default;
+World& World::operator=(World&&) noexcept = default;
+
+Status World::set_params(const Params& p) {
+  if (Status st = detail::check_params(p); !st.ok()) return st;
+  if (p.bounds.walled) {
+    const auto& b = s_->bodies;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      if (!detail::inside(p.bounds, b.x[i], b.y[i], b.r[i]))
+        return {StatusCode::kOutOfRange, "bounds: body " + std::to_string(b.id[i]) + " at " +
+                                             detail::str({b.x[i], b.y[i]}) + " with radius " + detail::num(b.r[i]) +
+                                             " would be outside " + detail::str(p.bounds.min) + " - " +
+                                             detail::str(p.bounds.max)};
+    }
+  }
+  s_->params = p;
+  s_->touched();
+  return {};
+}
+
+const Params& World::params() const { return s_->params; }
+const WorldConfig& World::config() const { return s_->config; }
+
+Status World::add_body(const BodyDesc& desc, BodyId* id_out) {
+  std::vector<BodyId> ids;
+  Status st = add_bodies(std::span<const BodyDesc>(&desc, 1), &ids);
+  if (st.ok() && id_out) *id_out = ids.front();
+  return st;
+}
+
+Status World::add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* ids_out) {
+  auto& s = *s_;
+  if (s.bodies.size() + descs.size() > s.config.max_bodies)
+    return {StatusCode::kResourceExhausted, "bodies: adding " + std::to_string(descs.size()) + " to " +
+                                                std::to_string(s.bodies.size()) + " would exceed max_bodies " +
+                                                std::to_string(s.config.max_bodies)};
+  // Validate everything, including ids repeated within this batch, first.
+  std::vector<BodyId> ids(descs.size());
+  BodyId next = s.next_id;
+  std::vector<BodyId> explicit_ids;
+  for (std::size_t k = 0; k < descs.size(); ++k) {
+    const std::string at = descs.size() == 1 ? std::string() : "bodies[" + std::to_string(k) + "].";
+    if (Status st = s.check_body(descs[k], at); !st.ok()) return st;
+    if (descs[k].id != kAutoId) explicit_ids.push_back(descs[k].id);
+  }
+  std::sort(explicit_ids.begin(), explicit_ids.end());
+  if (auto dup = std::adjacent_find(explicit_ids.begin(), explicit_ids.end()); dup != explicit_ids.end())
+    return {StatusCode::kAlreadyExists, "bodies: id " + std::to_string(*dup) + " appears twice"};
+  const BodyId max_explicit = explicit_ids.empty() ? 0 : explicit_ids.back();
+  next = std::max(next, static_cast<BodyId>(max_explicit + 1));
+  for (std::size_t k = 0; k < descs.size(); ++k) {
+    if (descs[k].id != kAutoId) {
+      ids[k] = descs[k].id;
+    } else {
+      if (next > kMaxBodyId || next == 0)
+        return {StatusCode::kResourceExhausted, "id: the world has used every id up to " + std::to_string(kMaxBodyId)};
+      ids[k] = next++;
+    }
+  }
+
+  // Append, then restore id order if the batch was not already above every id.
+  auto& b = s.bodies;
+  const bool in_order = (b.size() == 0 || ids.empty() || *std::min_element(ids.begin(), ids.end()) > b.id.back()) &&
+                        std::is_sorted(ids.begin(), ids.end());
+  for (std::size_t k = 0; k < descs.size(); ++k) {
+    const BodyDesc& d = descs[k];
+    b.id.push_back(ids[k]);
+    b.x.push_back(d.position.x);
+    b.y.push_back(d.position.y);
+    b.vx.push_back(d.velocity.x);
+    b.vy.push_back(d.velocity.y);
+    b.r.push_back(d.radius);
+    b.m.push_back(s.mass_of(d));
+  }
+  if (!in_order) {
+    std::vector<std::uint32_t> perm(b.size());
+    for (std::uint32_t i = 0; i < perm.size(); ++i) perm[i] = i;
+    std::sort(perm.begin(), perm.end(), [&](std::uint32_t l, std::uint32_t r) { return b.id[l] < b.id[r]; });
+    b.for_each_array([&](auto& arr) {
+      auto copy = arr;
+      for (std::size_t i = 0; i < perm.size(); ++i) arr[i] = copy[perm[i]];
+    });
+  }
+  s.next_id = next;
+  s.touched();
+  if (ids_out) *ids_out = std::move(ids);
+  return {};
+}
+
+Status World::remove_body(BodyId id) { return remove_bodies(std::span<const BodyId>(&id, 1)); }
+
+Status World::remove_bodies(std::span<const BodyId> ids) {
+  auto& s = *s_;
+  auto& b = s.bodies;
+  std::vector<char> gone(b.size(), 0);
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const std::size_t i = b.find(ids[k]);
+    if (i == detail::kNotFound)
+      return {StatusCode::kNotFound,
+              (ids.size() == 1 ? std::string("id") : "ids[" + std::to_string(k) + "]") + ": no body with id " +
+                  std::to_string(ids[k])};
+    gone[i] = 1;
+  }
+  std::vector<BodyId> removed;
+  b.for_each_array([&](auto& arr) {
+    std::size_t w = 0;
+    for (std::size_t i = 0; i < arr.size(); ++i)
+      if (!gone[i]) arr[w++] = arr[i];
+    arr.resize(w);
+  });
+  for (std::size_t k = 0; k < ids.size(); ++k) removed.push_back(ids[k]);
+  std::sort(removed.begin(), removed.end());
+  removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
+  auto mid = s.retired.insert(s.retired.end(), removed.begin(), removed.end());
+  std::inplace_merge(s.retired.begin(), mid, s.retired.end());
+  s.touched();
+  return {};
+}
+
+void World::clear() {
+  auto& s = *s_;
+  std::vector<BodyId> ids = s.bodies.id;
+  (void)remove_bodies(ids);
+}
+
+Status World::set_position(BodyId id, Vec2 pos) {
+  auto& s = *s_;
+  const std::size_t i = s.bodies.find(id);
+  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
+  if (!detail::finite(pos)) return detail::invalid("position", "must be finite", detail::str(pos));
+  if (!detail::inside(s.params.bounds, pos.x, pos.y, s.bodies.r[i]))
+    return {StatusCode::kOutOfRange, "position: " + detail::str(pos) + " puts body " + std::to_string(id) +
+                                         " outside the box"};
+  s.bodies.x[i] = pos.x;
+  s.bodies.y[i] = pos.y;
+  s.touched();
+  return {};
+}
+
+Status World::set_velocity(BodyId id, Vec2 vel) {
+  auto& s = *s_;
+  const std::size_t i = s.bodies.find(id);
+  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
+  if (!detail::finite(vel)) return detail::invalid("velocity", "must be finite", detail::str(vel));
+  s.bodies.vx[i] = vel.x;
+  s.bodies.vy[i] = vel.y;
+  s.touched();
+  return {};
+}
+
+Status World::apply_impulse(BodyId id, Vec2 impulse) {
+  auto& s = *s_;
+  const std::size_t i = s.bodies.find(id);
+  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
+  if (!detail::finite(impulse)) return detail::invalid("impulse", "must be finite", detail::str(impulse));
+  const Vec2 v{s.bodies.vx[i] + impulse.x / s.bodies.m[i], s.bodies.vy[i] + impulse.y / s.bodies.m[i]};
+  if (!detail::finite(v)) return detail::invalid("impulse", "makes the velocity non-finite", detail::str(impulse));
+  s.bodies.vx[i] = v.x;
+  s.bodies.vy[i] = v.y;
+  s.touched();
+  return {};
+}
+
+Status World::body(BodyId id, BodyState* out) const {
+  const auto& b = s_->bodies;
+  const std::size_t i = b.find(id);
+  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
+  *out = {b.id[i], {b.x[i], b.y[i]}, {b.vx[i], b.vy[i]}, b.r[i], b.m[i]};
+  return {};
+}
+
+bool World::contains(BodyId id) const { return s_->bodies.find(id) != detail::kNotFound; }
+std::size_t World::size() const { return s_->bodies.size(); }
+BodyId World::next_id() const { return s_->next_id; }
+int World::threads() const { return s_->threads; }
+
+BodiesView World::bodies() const {
+  const auto& b = s_->bodies;
+  return {b.id, b.x, b.y, b.vx, b.vy, b.r, b.m};
+}
+
+void World::step() {
+  s_->arena.execute([&] { s_->step(); });
+}
+
+const StepStats& World::stats() const {
+  if (s_->energy_dirty) {
+    s_->arena.execute([&] { detail::measure_energy(s_->bodies, s_->stats); });
+    s_->energy_dirty = false;
+  }
+  return s_->stats;
+}
+
+std::span<const CollisionEvent> World::events() const { return s_->events; }
+
+std::uint64_t World::state_hash() const { return detail::hash_state(s_->bodies); }
+
+}  // namespace carom
