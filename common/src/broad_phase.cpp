@@ -1,7 +1,8 @@
 // Broad phase: find_pairs.
 //
-// Reads:  positions and extents (radius + skin) in storage (id) order.
-// Writes: the candidate pair list, pairs (a, b) of storage indices with a < b.
+// Reads:  positions and radii in storage (id) order; the margin (half the skin).
+// Writes: the candidate pair list, pairs (a, b) of storage indices with a < b
+//         whose extents (radius + margin) overlap, as per-block lists.
 //
 // Each body lives in one cell of one level of a uniform grid; level k has cells
 // of side s0 * 2^k and holds the bodies with 2 * extent <= s_k, so the cell
@@ -79,11 +80,20 @@ constexpr std::uint64_t kCyMask = (1ull << 30) - 1;
 
 }  // namespace
 
-void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> extent,
-                BroadPhase& bp, std::vector<Pair>& out) {
+std::vector<Pair> PairBlocks::flatten() const {
+  std::vector<Pair> all;
+  all.reserve(count);
+  for (const auto& b : blocks) all.insert(all.end(), b.begin(), b.end());
+  return all;
+}
+
+void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
+                double margin, BroadPhase& bp, PairBlocks& out) {
   const std::size_t n = x.size();
-  out.clear();
+  for (auto& b : out.blocks) b.clear();
+  out.count = 0;
   if (n < 2) return;
+  auto extent_of = [&](std::size_t i) { return radius[i] + margin; };
 
   // Extent range: exact min/max, so independent of block grouping.
   const std::size_t nb = block_count(n, kBlock);
@@ -91,8 +101,8 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
     double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
     for (std::size_t i = b0; i < b1; ++i) {
-      lo = std::min(lo, extent[i]);
-      hi = std::max(hi, extent[i]);
+      lo = std::min(lo, extent_of(i));
+      hi = std::max(hi, extent_of(i));
     }
     bmin[blk] = lo;
     bmax[blk] = hi;
@@ -111,10 +121,9 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
     g.inv[k] = 1.0 / g.size[k];
   }
 
-  const std::uint32_t buckets = std::bit_ceil(static_cast<std::uint32_t>(std::max<std::size_t>(2 * n, 64)));
+  const std::uint32_t buckets = std::bit_ceil(static_cast<std::uint32_t>(std::max<std::size_t>(n, 64)));
   const Hash hash{buckets - 1, 1u << ((std::countr_zero(buckets) + 1) / 2)};
 
-  bp.bucket_of.resize(n);
   bp.bucket_end.assign(buckets, 0);
   bp.sorted.resize(n);
   bp.sx.resize(n);
@@ -127,10 +136,9 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
     std::uint32_t lv = 0;
     for (std::size_t i = b0; i < b1; ++i) {
-      const std::uint32_t k = level_of(extent[i], g);
+      const std::uint32_t k = level_of(extent_of(i), g);
       lv |= 1u << k;
       const std::uint32_t h = hash(k, cell_coord(x[i], g.inv[k]), cell_coord(y[i], g.inv[k]));
-      bp.bucket_of[i] = h;
       std::atomic_ref<std::uint32_t>(bp.bucket_end[h]).fetch_add(1, std::memory_order_relaxed);
     }
     block_levels[blk] = lv;
@@ -138,22 +146,37 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   bp.levels = 0;
   for (auto lv : block_levels) bp.levels |= lv;
 
-  // 2. Exclusive scan: bucket_end[h] becomes the start of bucket h.
+  // 2. Exclusive scan: bucket_end[h] becomes the start of bucket h. Two
+  //    passes over fixed blocks (block sums, then offsets); integer sums, so
+  //    the grouping cannot change the result.
   {
-    std::uint32_t sum = 0;
-    for (std::uint32_t h = 0; h < buckets; ++h) {
-      const std::uint32_t c = bp.bucket_end[h];
-      bp.bucket_end[h] = sum;
-      sum += c;
-    }
+    const std::size_t scan_block = 1 << 15;
+    std::vector<std::uint32_t> block_sum(block_count(buckets, scan_block) + 1, 0);
+    for_blocks(buckets, scan_block, [&](std::size_t h0, std::size_t h1, std::size_t blk) {
+      std::uint32_t sum = 0;
+      for (std::size_t h = h0; h < h1; ++h) sum += bp.bucket_end[h];
+      block_sum[blk + 1] = sum;
+    });
+    for (std::size_t b = 1; b < block_sum.size(); ++b) block_sum[b] += block_sum[b - 1];
+    for_blocks(buckets, scan_block, [&](std::size_t h0, std::size_t h1, std::size_t blk) {
+      std::uint32_t sum = block_sum[blk];
+      for (std::size_t h = h0; h < h1; ++h) {
+        const std::uint32_t c = bp.bucket_end[h];
+        bp.bucket_end[h] = sum;
+        sum += c;
+      }
+    });
   }
 
   // 3. Scatter. The cursor walks each bucket's start to its end, which leaves
   //    bucket_end[h] = end of bucket h (start of bucket h is bucket_end[h-1]).
+  //    The bucket is recomputed rather than stored: 4 bytes a body matter at 1M.
   for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t) {
     for (std::size_t i = b0; i < b1; ++i) {
+      const std::uint32_t k = level_of(extent_of(i), g);
+      const std::uint32_t h = hash(k, cell_coord(x[i], g.inv[k]), cell_coord(y[i], g.inv[k]));
       const std::uint32_t slot =
-          std::atomic_ref<std::uint32_t>(bp.bucket_end[bp.bucket_of[i]]).fetch_add(1, std::memory_order_relaxed);
+          std::atomic_ref<std::uint32_t>(bp.bucket_end[h]).fetch_add(1, std::memory_order_relaxed);
       bp.sorted[slot] = static_cast<std::uint32_t>(i);
     }
   });
@@ -168,20 +191,21 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
       if (end - begin > 1) std::sort(bp.sorted.begin() + begin, bp.sorted.begin() + end);
       for (std::uint32_t p = begin; p < end; ++p) {
         const std::uint32_t i = bp.sorted[p];
-        const std::uint32_t k = level_of(extent[i], g);
+        const double e = extent_of(i);
+        const std::uint32_t k = level_of(e, g);
         bp.sx[p] = x[i];
         bp.sy[p] = y[i];
-        bp.se[p] = extent[i];
+        bp.se[p] = e;
         bp.skey[p] = pack(k, cell_coord(x[i], g.inv[k]), cell_coord(y[i], g.inv[k]));
       }
     }
   });
 
   // 5. Pair search over fixed blocks of sorted positions.
-  bp.block_pairs.resize(nb);
+  out.blocks.resize(nb);
   const std::uint32_t levels = bp.levels;
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
-    std::vector<Pair>& local = bp.block_pairs[blk];
+    std::vector<Pair>& local = out.blocks[blk];
     local.clear();
     auto emit = [&](std::uint32_t p, std::uint32_t q) {
       const std::uint32_t i = bp.sorted[p], j = bp.sorted[q];
@@ -235,23 +259,16 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
     }
   });
 
-  // 6. Concatenate in block order.
-  bp.block_offset.resize(nb + 1);
-  bp.block_offset[0] = 0;
-  for (std::size_t b = 0; b < nb; ++b) bp.block_offset[b + 1] = bp.block_offset[b] + bp.block_pairs[b].size();
-  out.resize(bp.block_offset[nb]);
-  for_blocks(nb, 1, [&](std::size_t b, std::size_t, std::size_t) {
-    std::copy(bp.block_pairs[b].begin(), bp.block_pairs[b].end(), out.begin() + static_cast<std::ptrdiff_t>(bp.block_offset[b]));
-  });
+  for (const auto& blk : out.blocks) out.count += blk.size();
 }
 
 std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<const double> y,
-                                         std::span<const double> extent) {
+                                         std::span<const double> radius, double margin) {
   std::vector<Pair> pairs;
   const auto n = static_cast<std::uint32_t>(x.size());
   for (std::uint32_t i = 0; i < n; ++i)
     for (std::uint32_t j = i + 1; j < n; ++j)
-      if (extents_overlap(x[i], y[i], extent[i], x[j], y[j], extent[j])) pairs.push_back({i, j});
+      if (extents_overlap(x[i], y[i], radius[i] + margin, x[j], y[j], radius[j] + margin)) pairs.push_back({i, j});
   return pairs;
 }
 

@@ -24,26 +24,32 @@ inline bool extents_overlap(double xi, double yi, double ei, double xj, double y
   return dx * dx + dy * dy < reach * reach;
 }
 
+/// The pair list, kept as the per-block lists the search wrote (joining them
+/// would double the peak memory). The list is the blocks in order.
+struct PairBlocks {
+  std::vector<std::vector<Pair>> blocks;
+  std::size_t count = 0;  // pairs in all blocks
+  /// The whole list in order (tests, tools).
+  std::vector<Pair> flatten() const;
+};
+
 /// Scratch buffers reused from call to call (no allocation in steady state).
 struct BroadPhase {
-  std::vector<std::uint32_t> bucket_of;  // per body, storage order
   std::vector<std::uint32_t> bucket_end;  // per bucket: end of its run in the sorted arrays
   std::vector<std::uint32_t> sorted;      // sorted position -> storage index
   std::vector<double> sx, sy, se;         // sorted copies of x, y, extent
   std::vector<std::uint64_t> skey;        // sorted cell keys (level, cx, cy)
-  std::vector<std::vector<Pair>> block_pairs;
-  std::vector<std::size_t> block_offset;
   std::uint32_t levels = 0;  // bit k set when level k holds a body
 };
 
-/// All pairs i < j with extents_overlap(i, j), each exactly once, in an order
-/// that depends only on the inputs (never on the thread count). Writes `out`.
-/// Call from inside the World's arena.
-void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> extent,
-                BroadPhase& scratch, std::vector<Pair>& out);
+/// All pairs i < j whose extents r_i + margin and r_j + margin overlap
+/// (extents_overlap), each exactly once, in an order that depends only on the
+/// inputs (never on the thread count). Call from inside the World's arena.
+void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
+                double margin, BroadPhase& scratch, PairBlocks& out);
 
 /// The O(n^2) reference: same predicate, pairs in (a, b) order. For tests.
 std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<const double> y,
-                                         std::span<const double> extent);
+                                         std::span<const double> radius, double margin);
 
 }  // namespace carom::detail

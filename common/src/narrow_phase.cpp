@@ -4,8 +4,8 @@
 // Writes: the contacts of this substep (pairs that overlap now, with the unit
 //         normal from the lower id to the higher id), in candidate order.
 //
-// Each fixed block of candidates writes its own list; lists are joined in block
-// order, so the contact list is the same for any thread count. Coincident
+// Each block of the candidate list writes its own list; lists are joined in
+// block order, so the contact list is the same for any thread count. Coincident
 // centres get the normal (1, 0): a fixed choice.
 
 #include <cmath>
@@ -15,24 +15,19 @@
 #include "stages.hpp"
 
 namespace carom::detail {
-namespace {
-constexpr std::size_t kBlock = 8192;
-}
-
-void collide(const BodyStore& b, std::span<const Pair> candidates, Contacts& out) {
-  const std::size_t nb = block_count(candidates.size(), kBlock);
+void collide(const BodyStore& b, const PairBlocks& candidates, Contacts& out) {
+  const std::size_t nb = candidates.blocks.size();
   out.block_pairs.resize(std::max(out.block_pairs.size(), nb));
   out.block_geometry.resize(std::max(out.block_geometry.size(), nb));
   const double* x = b.x.data();
   const double* y = b.y.data();
   const double* r = b.r.data();
-  for_blocks(candidates.size(), kBlock, [&](std::size_t k0, std::size_t k1, std::size_t blk) {
+  for_blocks(nb, 1, [&](std::size_t blk, std::size_t, std::size_t) {
     auto& pairs = out.block_pairs[blk];
     auto& geometry = out.block_geometry[blk];
     pairs.clear();
     geometry.clear();
-    for (std::size_t k = k0; k < k1; ++k) {
-      const Pair p = candidates[k];
+    for (const Pair p : candidates.blocks[blk]) {
       const double dx = x[p.b] - x[p.a];
       const double dy = y[p.b] - y[p.a];
       const double reach = r[p.a] + r[p.b];

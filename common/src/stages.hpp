@@ -51,7 +51,7 @@ void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const doub
                    std::span<const double> py);
 
 /// Narrow phase: the candidate pairs that overlap now, with their normals.
-void collide(const BodyStore& b, std::span<const Pair> candidates, Contacts& contacts);
+void collide(const BodyStore& b, const PairBlocks& candidates, Contacts& contacts);
 
 /// Orders the contacts by the minimum-ordering rule and applies them round by
 /// round. Discrete: normal impulse with restitution on approaching pairs, then

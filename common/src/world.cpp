@@ -122,8 +122,8 @@ struct WorldState {
   bool pairs_dirty = true;
   double skin = 0.0;
   double max_disp2 = 0.0;
-  std::vector<double> xb, yb, extent;
-  std::vector<Pair> pairs;
+  std::vector<double> xb, yb;
+  PairBlocks pairs;
   BroadPhase broad;
   Contacts contacts;
   std::vector<double> px, py;  // Verlet: positions at the start of the substep
@@ -175,19 +175,28 @@ struct WorldState {
 
 void WorldState::rebuild_pairs() {
   const std::size_t n = bodies.size();
-  xb = bodies.x;
-  yb = bodies.y;
-  // Skin: room for the fastest body to travel about 1.5 steps before a rebuild,
-  // within [5%, 400%] of the smallest radius.
-  double vmax2 = 0.0, rmin = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < n; ++i) {
-    vmax2 = std::max(vmax2, bodies.vx[i] * bodies.vx[i] + bodies.vy[i] * bodies.vy[i]);
-    rmin = std::min(rmin, bodies.r[i]);
-  }
+  constexpr std::size_t kBlock = 8192;
+  xb.resize(n);
+  yb.resize(n);
+  // Skin: room for the fastest body to travel about 1.5 steps before a
+  // rebuild, within [5%, 400%] of the smallest radius. Exact max/min per block.
+  std::vector<double> block_v2(block_count(n, kBlock), 0.0);
+  std::vector<double> block_rmin(block_count(n, kBlock), std::numeric_limits<double>::infinity());
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    double v2 = 0.0, rmin = std::numeric_limits<double>::infinity();
+    for (std::size_t i = i0; i < i1; ++i) {
+      xb[i] = bodies.x[i];
+      yb[i] = bodies.y[i];
+      v2 = std::max(v2, bodies.vx[i] * bodies.vx[i] + bodies.vy[i] * bodies.vy[i]);
+      rmin = std::min(rmin, bodies.r[i]);
+    }
+    block_v2[blk] = v2;
+    block_rmin[blk] = rmin;
+  });
+  const double vmax2 = n ? *std::max_element(block_v2.begin(), block_v2.end()) : 0.0;
+  const double rmin = n ? *std::min_element(block_rmin.begin(), block_rmin.end()) : 1.0;
   skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, 0.05 * rmin, 4.0 * rmin);
-  extent.resize(n);
-  for (std::size_t i = 0; i < n; ++i) extent[i] = bodies.r[i] + 0.5 * skin;
-  find_pairs(bodies.x, bodies.y, extent, broad, pairs);
+  find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, broad, pairs);
   max_disp2 = 0.0;
   pairs_dirty = false;
 }
@@ -263,7 +272,7 @@ void WorldState::step() {
   auto t = Clock::now();
   measure_energy(bodies, st);
   energy_dirty = false;
-  st.candidate_pairs = pairs.size();
+  st.candidate_pairs = pairs.count;
   st.seconds.stats = seconds_since(t);
   st.seconds.total = seconds_since(t_step);
   stats = st;
@@ -338,6 +347,7 @@ Status World::add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* i
   auto& b = s.bodies;
   const bool in_order = (b.size() == 0 || ids.empty() || *std::min_element(ids.begin(), ids.end()) > b.id.back()) &&
                         std::is_sorted(ids.begin(), ids.end());
+  b.for_each_array([&](auto& arr) { arr.reserve(arr.size() + descs.size()); });
   for (std::size_t k = 0; k < descs.size(); ++k) {
     const BodyDesc& d = descs[k];
     b.id.push_back(ids[k]);
