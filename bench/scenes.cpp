@@ -71,6 +71,7 @@ Status build_scene(const SceneSpec& spec, Scene* out) {
     p.bounds = {true, {0.0, 0.0}, {300.0, 300.0}};
     p.gravity = {0.0, -10.0};
     p.substeps = 8;
+    p.iterations = 1;  // one push-apart pass a substep, like the grid demos it is compared with
     p.solver = Solver::kVerlet;
     p.restitution = 0.0;
     out->bodies.resize(n);

@@ -25,14 +25,20 @@ double max_over_blocks(std::size_t n, Fn&& per_block) {
 }
 
 // Inside means min + r <= x <= max - r, written exactly as the clamp writes it.
-inline void wall_axis(double& x, double& v, double r, double lo, double hi, double e) {
-  if (x < lo + r) {
+// Returns lo_bit or hi_bit when the body touches that wall after the clamp.
+inline std::uint32_t wall_axis(double& x, double& v, double r, double lo, double hi, double e, double resting,
+                               std::uint32_t lo_bit, std::uint32_t hi_bit) {
+  if (x <= lo + r) {
     x = lo + r;
-    if (v < 0) v = -e * v;
-  } else if (x > hi - r) {
-    x = hi - r;
-    if (v > 0) v = -e * v;
+    if (v < 0) v = (-v > resting) ? -e * v : 0.0;
+    return lo_bit;
   }
+  if (x >= hi - r) {
+    x = hi - r;
+    if (v > 0) v = (v > resting) ? -e * v : 0.0;
+    return hi_bit;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -49,25 +55,25 @@ void integrate_velocities(BodyStore& b, Vec2 g, double damping, double h) {
   });
 }
 
-double integrate_positions(BodyStore& b, const Params& p, double h, std::span<const double> xb,
-                           std::span<const double> yb) {
+void integrate_positions(BodyStore& b, const Params& p, double h, double resting, WallContacts& walls) {
   const Bounds box = p.bounds;
   const double e = p.restitution;
-  return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
-    double m = 0.0;
+  walls.blocks.resize(block_count(b.size(), kBlock));
+  for_blocks(b.size(), kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    auto& touching = walls.blocks[blk];
+    touching.clear();
     for (std::size_t i = i0; i < i1; ++i) {
       double x = b.x[i] + b.vx[i] * h;
       double y = b.y[i] + b.vy[i] * h;
       if (box.walled) {
-        wall_axis(x, b.vx[i], b.r[i], box.min.x, box.max.x, e);
-        wall_axis(y, b.vy[i], b.r[i], box.min.y, box.max.y, e);
+        const std::uint32_t bits =
+            wall_axis(x, b.vx[i], b.r[i], box.min.x, box.max.x, e, resting, kWallMinX, kWallMaxX) |
+            wall_axis(y, b.vy[i], b.r[i], box.min.y, box.max.y, e, resting, kWallMinY, kWallMaxY);
+        if (bits) touching.push_back(static_cast<std::uint32_t>(i) << 4 | bits);
       }
       b.x[i] = x;
       b.y[i] = y;
-      const double dx = x - xb[i], dy = y - yb[i];
-      m = std::max(m, dx * dx + dy * dy);
     }
-    return m;
   });
 }
 
@@ -101,8 +107,8 @@ void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const doub
       double vx = (x - px[i]) * inv_h;
       double vy = (y - py[i]) * inv_h;
       if (box.walled) {
-        wall_axis(x, vx, b.r[i], box.min.x, box.max.x, e);
-        wall_axis(y, vy, b.r[i], box.min.y, box.max.y, e);
+        wall_axis(x, vx, b.r[i], box.min.x, box.max.x, e, 0.0, 0, 0);
+        wall_axis(y, vy, b.r[i], box.min.y, box.max.y, e, 0.0, 0, 0);
       }
       b.x[i] = x;
       b.y[i] = y;

@@ -6,16 +6,28 @@
 //
 // Rounds run one after another; the contacts of one round share no body and run
 // in parallel. The result equals applying every contact one by one in
-// contact_key order (see contact_order.cpp), whatever the thread count.
+// contact_key order (see contact_order.cpp), whatever the thread count. Walls
+// (bodies pressed against one, from the last position update) act as
+// infinitely heavy partners, in parallel before each pass over the pairs.
 //
-// Discrete: with fa = m_a / (m_a + m_b) and fb = m_b / (m_a + m_b), the normal
-// velocities u_a, u_b of an approaching pair (u_b - u_a < 0) become
-//   u_a' = u_a + (1 + e) fb (u_b - u_a),   u_b' = u_b - (1 + e) fa (u_b - u_a),
-// the textbook 1D result, written in mass fractions so equal masses give
-// fractions of exactly 1/2. Then the remaining overlap along the normal is
-// removed by moving a by fb and b by fa of it: positions only, no energy added.
-// Verlet: the same position correction; velocities follow from the motion.
+// Discrete (sequential impulses): with fa = m_a / (m_a + m_b) and
+// fb = m_b / (m_a + m_b), changing the relative normal velocity u = u_b - u_a
+// by du moves u_a by -fb du and u_b by +fa du (momentum unchanged). An impact
+// (approach faster than the resting speed) aims for u' = -e u, which in one
+// pass is the textbook 1D result u_a' = u_a + (1 + e) fb u, written in mass
+// fractions so equal masses give fractions of exactly 1/2. Resting contacts
+// aim for u' = 0 and start from last substep's accumulated change (warm
+// starting), which is what lets a tall pile carry its weight: without it,
+// support climbs one contact per pass and the pile "falls" in place while the
+// position correction hides it. Passes repeat up to Params::iterations until
+// nothing changes, the accumulated change kept >= 0. Then one pass removes the
+// overlap left along each normal by moving a by fb and b by fa of it:
+// positions only, no kinetic energy added.
+// Verlet: the same position correction, Params::iterations passes;
+// velocities follow from the motion.
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "parallel.hpp"
@@ -25,59 +37,280 @@ namespace carom::detail {
 namespace {
 
 constexpr std::size_t kBlock = 2048;
+// Discrete position correction: each pass removes this fraction of the
+// overlap left along each normal. A full correction overshoots in a jammed
+// pile (pairs push each other back and forth, lifting the pile against
+// gravity every substep: energy from nowhere); half, three times, settles.
+constexpr double kPositionCorrection = 0.5;
+constexpr int kPositionPasses = 3;
 
-inline void apply(BodyStore& b, Pair p, Contact& ct, bool impulses, double e, double inv_h) {
+// Changes the relative normal velocity of a contact by du (m/s), sharing it
+// by mass fractions so momentum is unchanged: a loses fb du, b gains fa du.
+inline void push_velocity(BodyStore& b, Pair p, const Contact& ct, double du) {
+  const double ma = b.m[p.a], mb = b.m[p.b];
+  const double fa = ma / (ma + mb), fb = mb / (ma + mb);
+  b.vx[p.a] -= fb * du * ct.nx;
+  b.vy[p.a] -= fb * du * ct.ny;
+  b.vx[p.b] += fa * du * ct.nx;
+  b.vy[p.b] += fa * du * ct.ny;
+}
+
+inline double normal_velocity(const BodyStore& b, Pair p, const Contact& ct) {
+  return (b.vx[p.b] - b.vx[p.a]) * ct.nx + (b.vy[p.b] - b.vy[p.a]) * ct.ny;
+}
+
+// Start of the discrete passes, from the velocities before any contact acts
+// (so a neighbour's warm start cannot change what a pair is). Every contact
+// aims not to approach: a touching or overlapping pair for a relative normal
+// velocity of 0, a pair still apart (speculative) for closing its gap within
+// the substep and no more. A pair approaching faster than the resting speed
+// that touches, or will within the substep, is an impact: after the passes
+// its relative normal velocity is raised to -e times its approach
+// (restitution). Met a hair early rather than never: the position correction
+// leaves pairs at contact distance, and a rounding-sized gap must not hide
+// an impact.
+inline void classify(const BodyStore& b, Pair p, Contact& ct, double e, double resting, double inv_h) {
+  const double un = normal_velocity(b, p, ct);
+  const double gap = ct.gap > ct.slop ? ct.gap : 0.0;
+  ct.accum = 0.0;
+  ct.target = -gap * inv_h;
+  const bool impact = un < -resting && un < ct.target;
+  ct.state = impact ? kCollided : kTouching;
+  ct.bounce = impact ? -e * un : 0.0;
+}
+
+// Resting contacts start from last substep's accumulated change: what lets
+// a tall pile carry its weight (support would otherwise climb one contact per
+// pass, and the pile would "fall" in place, the position correction hiding it).
+inline void warm_start(BodyStore& b, Pair p, Contact& ct, const std::vector<double>& warm) {
+  const double w = warm[ct.candidate];
+  if (w > 0.0) {
+    push_velocity(b, p, ct, w);
+    ct.accum = w;
+  }
+}
+
+// Moves the relative normal velocity to `target`, keeping the accumulated
+// change >= 0 (contacts push, never pull). Changes below 1e-12 of the speeds
+// involved count as converged and are not applied, so an isolated impact is
+// exactly the textbook formula.
+inline bool solve_velocity(BodyStore& b, Pair p, Contact& ct, double target) {
+  const double un = normal_velocity(b, p, ct);
+  const double tol = 1e-12 * (std::abs(target) + std::abs(un)) + 1e-300;
+  double du = target - un;
+  if (du <= tol && (du >= -tol || ct.accum == 0.0)) return false;
+  du = std::max(du, -ct.accum);
+  push_velocity(b, p, ct, du);
+  ct.accum += du;
+  return true;
+}
+
+// Removes the overlap left along the normal; returns the correction (m).
+inline void clamp_body(BodyStore& b, std::uint32_t i, const Bounds& box) {
+  b.x[i] = std::clamp(b.x[i], box.min.x + b.r[i], box.max.x - b.r[i]);
+  b.y[i] = std::clamp(b.y[i], box.min.y + b.r[i], box.max.y - b.r[i]);
+}
+
+inline double apply_position(BodyStore& b, Pair p, const Contact& ct, double beta = 1.0, const Bounds* box = nullptr) {
   const std::uint32_t i = p.a, j = p.b;
+  const double nx = ct.nx, ny = ct.ny;
+  const double sep = beta * ((b.x[j] - b.x[i]) * nx + (b.y[j] - b.y[i]) * ny - (b.r[i] + b.r[j]));
+  if (!(sep < 0.0)) return 0.0;
   const double ma = b.m[i], mb = b.m[j];
   const double fa = ma / (ma + mb), fb = mb / (ma + mb);
-  const double nx = ct.nx, ny = ct.ny;
-  if (impulses) {
-    const double un = (b.vx[j] - b.vx[i]) * nx + (b.vy[j] - b.vy[i]) * ny;
-    if (un < 0.0) {
-      const double da = (1.0 + e) * fb * un;  // change of a's normal velocity
-      const double db = (1.0 + e) * fa * un;  // minus the change of b's
-      b.vx[i] += da * nx;
-      b.vy[i] += da * ny;
-      b.vx[j] -= db * nx;
-      b.vy[j] -= db * ny;
-      ct.impulse = -mb * db;
-      ct.state = kCollided;
+  b.x[i] += fb * sep * nx;
+  b.y[i] += fb * sep * ny;
+  b.x[j] -= fa * sep * nx;
+  b.y[j] -= fa * sep * ny;
+  if (box) {
+    // A wall holds a body it clamps: the other body takes that share.
+    const double xi = b.x[i], yi = b.y[i], xj = b.x[j], yj = b.y[j];
+    clamp_body(b, i, *box);
+    clamp_body(b, j, *box);
+    const bool held_i = b.x[i] != xi || b.y[i] != yi, held_j = b.x[j] != xj || b.y[j] != yj;
+    if (held_i != held_j) {
+      const double rest = beta * ((b.x[j] - b.x[i]) * nx + (b.y[j] - b.y[i]) * ny - (b.r[i] + b.r[j]));
+      if (rest < 0.0) {
+        const std::uint32_t k = held_i ? j : i;
+        const double s = held_i ? -rest : rest;
+        b.x[k] += s * nx;
+        b.y[k] += s * ny;
+        clamp_body(b, k, *box);
+      }
     }
   }
-  const double sep = (b.x[j] - b.x[i]) * nx + (b.y[j] - b.y[i]) * ny - (b.r[i] + b.r[j]);
-  if (sep < 0.0) {
-    b.x[i] += fb * sep * nx;
-    b.y[i] += fb * sep * ny;
-    b.x[j] -= fa * sep * nx;
-    b.y[j] -= fa * sep * ny;
-    if (!impulses) {
-      ct.impulse = -mb * fa * sep * inv_h;
-      ct.state = kCollided;
+  return -sep;
+}
+
+// A wall is an infinitely heavy partner: the normal velocity into it reverses
+// with restitution (none below the resting speed).
+// A wall is an infinitely heavy partner: the velocity into it is removed.
+// (Its bounce, with restitution, happened when integrate_positions clamped.)
+inline bool apply_walls(BodyStore& b, std::uint32_t entry) {
+  const std::uint32_t i = entry >> 4;
+  bool hit = false;
+  auto axis = [&](double& v, bool lo, bool hi) {
+    if ((lo && v < 0.0) || (hi && v > 0.0)) {
+      v = 0.0;
+      hit = true;
     }
+  };
+  axis(b.vx[i], entry & kWallMinX, entry & kWallMaxX);
+  axis(b.vy[i], entry & kWallMinY, entry & kWallMaxY);
+  return hit;
+}
+
+// Runs fn(contact index) for every contact, round by round, the contacts of
+// a round in parallel. Returns the sum of fn's results (an integer, so the
+// grouping does not matter).
+template <class Fn>
+std::uint64_t for_rounds(const ContactSchedule& s, Fn&& fn) {
+  std::atomic<std::uint64_t> total{0};
+  for (std::size_t r = 0; r < s.rounds(); ++r) {
+    const std::size_t k0 = s.round_begin[r];
+    const std::size_t len = s.round_begin[r + 1] - k0;
+    for_blocks(len, kBlock, [&](std::size_t lo, std::size_t hi, std::size_t) {
+      std::uint64_t count = 0;
+      for (std::size_t k = k0 + lo; k < k0 + hi; ++k) count += fn(s.order[k]);
+      if (count) total.fetch_add(count, std::memory_order_relaxed);
+    });
   }
+  return total.load();
 }
 
 }  // namespace
 
-std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, Solver solver, double e, double h) {
-  const bool impulses = solver == Solver::kDiscrete;
-  const double inv_h = 1.0 / h;
+std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
+                               double resting, double h) {
   ContactSchedule& s = contacts.schedule;
   order_contacts(b.id, contacts.pairs, s);
-  const std::size_t rounds = s.rounds();
-  for (std::size_t r = 0; r < rounds; ++r) {
-    const std::size_t k0 = s.round_begin[r];
-    const std::size_t len = s.round_begin[r + 1] - k0;
-    for_blocks(len, kBlock, [&](std::size_t lo, std::size_t hi, std::size_t) {
-      for (std::size_t k = k0 + lo; k < k0 + hi; ++k) {
-        const std::uint32_t c = s.order[k];
-        apply(b, contacts.pairs[c], contacts.geometry[c], impulses, e, inv_h);
-      }
+  const double e = p.restitution;
+  auto& geo = contacts.geometry;
+  const auto& pairs = contacts.pairs;
+  if (p.solver == Solver::kDiscrete) {
+    for_blocks(geo.size(), kBlock, [&](std::size_t c0, std::size_t c1, std::size_t) {
+      for (std::size_t c = c0; c < c1; ++c) classify(b, pairs[c], geo[c], e, resting, 1.0 / h);
     });
+    if (!contacts.warm_used.empty()) {
+      for_rounds(s, [&](std::uint32_t c) {
+        warm_start(b, pairs[c], geo[c], contacts.warm);
+        return 0u;
+      });
+    }
+    for (int it = 0; it < p.iterations; ++it) {
+      // Walls first: they touch one body each (parallel), and a wall must
+      // take its share before the contacts above it look at their velocity,
+      // or a warm-started contact would see separation and let go.
+      std::atomic<std::uint64_t> wall_hits{0};
+      for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
+        std::uint64_t count = 0;
+        for (std::uint32_t entry : walls.blocks[blk]) count += apply_walls(b, entry);
+        if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
+      });
+      const std::uint64_t changed = wall_hits.load() + for_rounds(s, [&](std::uint32_t c) {
+                                      return solve_velocity(b, pairs[c], geo[c], geo[c].target) ? 1u : 0u;
+                                    });
+      if (changed == 0) break;
+    }
+    // Restitution, once, for the impacts.
+    for_rounds(s, [&](std::uint32_t c) {
+      return geo[c].state == kCollided && solve_velocity(b, pairs[c], geo[c], geo[c].bounce) ? 1u : 0u;
+    });
+    // Keep what resting contacts carried, for the next substep; impacts
+    // separate and start afresh.
+    for (std::uint32_t cand : contacts.warm_used) contacts.warm[cand] = 0.0;
+    contacts.warm_used.clear();
+    for (std::size_t c = 0; c < geo.size(); ++c) {
+      Contact& ct = geo[c];
+      ct.impulse = b.m[pairs[c].b] * (b.m[pairs[c].a] / (b.m[pairs[c].a] + b.m[pairs[c].b])) * ct.accum;
+      if (ct.state == kTouching && ct.accum > 0.0) {
+        contacts.warm[ct.candidate] = ct.accum;
+        contacts.warm_used.push_back(ct.candidate);
+      }
+    }
+  } else {
+    const double inv_h = 1.0 / h;
+    for (int it = 0; it < p.iterations; ++it) {
+      const std::uint64_t moved = for_rounds(s, [&](std::uint32_t c) {
+        Contact& ct = geo[c];
+        const Pair pr = pairs[c];
+        const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
+        const double corr = apply_position(b, pr, ct);
+        if (corr == 0.0) return 0u;
+        ct.impulse += b.m[pr.b] * fa * corr * inv_h;
+        ct.state = kCollided;
+        return 1u;
+      });
+      if (moved == 0) break;
+    }
   }
   std::uint64_t collisions = 0;
-  for (const Contact& ct : contacts.geometry) collisions += ct.state == kCollided;
+  for (const Contact& ct : geo) collisions += ct.state == kCollided;
   return collisions;
+}
+
+WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts) {
+  WarmByIds saved;
+  if (contacts.warm_used.empty()) return saved;
+  std::vector<std::size_t> first(pairs.blocks.size() + 1, 0);
+  for (std::size_t k = 0; k < pairs.blocks.size(); ++k) first[k + 1] = first[k] + pairs.blocks[k].size();
+  saved.reserve(contacts.warm_used.size());
+  for (std::uint32_t cand : contacts.warm_used) {
+    const std::size_t blk = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), cand) - first.begin()) - 1;
+    const Pair p = pairs.blocks[blk][cand - first[blk]];
+    saved.emplace_back(std::uint64_t{b.id[p.a]} << 32 | b.id[p.b], contacts.warm[cand]);
+  }
+  std::sort(saved.begin(), saved.end());
+  return saved;
+}
+
+void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts) {
+  contacts.warm.assign(pairs.count, 0.0);
+  contacts.warm_used.clear();
+  if (saved.empty()) return;
+  std::uint32_t cand = 0;
+  for (const auto& block : pairs.blocks) {
+    for (const Pair p : block) {
+      const std::uint64_t key = std::uint64_t{b.id[p.a]} << 32 | b.id[p.b];
+      auto it = std::lower_bound(saved.begin(), saved.end(), std::make_pair(key, 0.0));
+      if (it != saved.end() && it->first == key) {
+        contacts.warm[cand] = it->second;
+        contacts.warm_used.push_back(cand);
+      }
+      ++cand;
+    }
+  }
+}
+
+double correct_positions(BodyStore& b, Contacts& contacts, const Params& p, std::span<const double> xb,
+                         std::span<const double> yb) {
+  const auto& pairs = contacts.pairs;
+  auto& geo = contacts.geometry;
+  for (int it = 0; it < kPositionPasses; ++it) {
+    const std::uint64_t moved =
+        for_rounds(contacts.schedule, [&](std::uint32_t c) {
+          return apply_position(b, pairs[c], geo[c], kPositionCorrection, p.bounds.walled ? &p.bounds : nullptr) > 0.0;
+        });
+    if (moved == 0) break;
+  }
+  const Bounds box = p.bounds;
+  constexpr std::size_t kBodyBlock = 8192;
+  std::vector<double> part(block_count(b.size(), kBodyBlock), 0.0);
+  for_blocks(b.size(), kBodyBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    double m = 0.0;
+    for (std::size_t i = i0; i < i1; ++i) {
+      if (box.walled) {
+        b.x[i] = std::clamp(b.x[i], box.min.x + b.r[i], box.max.x - b.r[i]);
+        b.y[i] = std::clamp(b.y[i], box.min.y + b.r[i], box.max.y - b.r[i]);
+      }
+      const double dx = b.x[i] - xb[i], dy = b.y[i] - yb[i];
+      m = std::max(m, dx * dx + dy * dy);
+    }
+    part[blk] = m;
+  });
+  double m = 0.0;
+  for (double v : part) m = std::max(m, v);
+  return m;
 }
 
 std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::uint32_t substep, std::size_t cap,
@@ -91,11 +324,10 @@ std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::u
       continue;
     }
     const Pair p = contacts.pairs[k];
-    const double ra = b.r[p.a], rb = b.r[p.b];
     CollisionEvent ev;
     ev.a = b.id[p.a];
     ev.b = b.id[p.b];
-    ev.point = {(rb * b.x[p.a] + ra * b.x[p.b]) / (ra + rb), (rb * b.y[p.a] + ra * b.y[p.b]) / (ra + rb)};
+    ev.point = {ct.px, ct.py};
     ev.impulse = {ct.impulse * ct.nx, ct.impulse * ct.ny};
     ev.substep = substep;
     events.push_back(ev);

@@ -2,8 +2,10 @@
 // The stage functions World::step calls, one file each. Every stage runs inside
 // the World's task arena and writes only into slots fixed before it starts.
 
+#include <cmath>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "body_store.hpp"
@@ -17,9 +19,16 @@ namespace carom::detail {
 /// One contact found by the narrow phase. Its bodies are in the parallel
 /// Contacts::pairs array (so the ordering rule can read pairs alone).
 struct Contact {
-  double nx = 0, ny = 0;    // unit normal from a to b at detection
-  double impulse = 0;       // normal impulse applied (discrete) or implied (verlet)
-  std::uint32_t state = 0;  // kTouching or kCollided
+  double nx = 0, ny = 0;        // unit normal from a to b at detection
+  double px = 0, py = 0;        // radius-weighted contact point at detection
+  double impulse = 0;           // normal impulse on b this substep (N s); Verlet: implied by the push
+  double target = 0;            // discrete: least relative normal velocity allowed (m/s)
+  double bounce = 0;            // discrete: relative normal velocity after an impact, -e u (m/s)
+  double accum = 0;             // discrete: accumulated normal velocity change, >= 0 (m/s)
+  double gap = 0;               // distance between the surfaces at detection (< 0: overlap)
+  double slop = 0;              // gaps up to this count as touching (rounding of contact distance)
+  std::uint32_t candidate = 0;  // index in the candidate pair list (warm starting)
+  std::uint32_t state = 0;      // kTouching, or kCollided for an impact
 };
 inline constexpr std::uint32_t kTouching = 1, kCollided = 2;
 
@@ -30,16 +39,40 @@ struct Contacts {
   ContactSchedule schedule;
   std::vector<std::vector<Pair>> block_pairs;
   std::vector<std::vector<Contact>> block_geometry;
+  // Warm starting: the accumulated velocity change of each resting contact
+  // last substep, by candidate index; reset whenever the pair list is rebuilt.
+  std::vector<double> warm;
+  std::vector<std::uint32_t> warm_used;
   std::size_t size() const { return pairs.size(); }
 };
 
-/// Velocity half of a substep: v <- v * damping + g h.
+/// Warm-start values keyed by (lower id << 32 | higher id), sorted by key.
+using WarmByIds = std::vector<std::pair<std::uint64_t, double>>;
+/// Before a rebuild of the candidate list (`pairs`): the warm values by id pair.
+WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts);
+/// After the rebuild: warm values re-indexed by the new candidate list.
+void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts);
+
+/// Bodies pressed against a wall after the last position update: storage
+/// index << 4 | wall bits (kWallMinX, kWallMaxX, kWallMinY, kWallMaxY), in
+/// per-block lists. The discrete solver's passes treat them as contacts.
+struct WallContacts {
+  std::vector<std::vector<std::uint32_t>> blocks;
+};
+inline constexpr std::uint32_t kWallMinX = 1, kWallMaxX = 2, kWallMinY = 4, kWallMaxY = 8;
+
+/// Restitution applies to approach speeds above this; slower contacts are
+/// resting and inelastic (else gravity's per-substep speed would bounce
+/// forever). One step of free fall, |g| dt; 0 without gravity, so a gas
+/// keeps every collision elastic.
+inline double resting_speed(Vec2 gravity, double dt) { return std::sqrt(dot(gravity, gravity)) * dt; }
+
+/// Velocity half: v <- v * damping + g h.
 void integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h);
 
-/// Discrete solver: x <- x + v h, then walls. Returns the largest squared
-/// distance of any body from (xb, yb), the positions the pair list was built at.
-double integrate_positions(BodyStore& b, const Params& p, double h, std::span<const double> xb,
-                           std::span<const double> yb);
+/// Discrete solver: x <- x + v h, then walls (clamp, reflect the normal
+/// velocity with restitution above `resting`), recording who touches a wall.
+void integrate_positions(BodyStore& b, const Params& p, double h, double resting, WallContacts& walls);
 
 /// Verlet predict: keep (px, py) = x, then x <- x + v h. Returns as above.
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,
@@ -50,14 +83,25 @@ double predict_positions(BodyStore& b, double h, std::span<double> px, std::span
 void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const double> px,
                    std::span<const double> py);
 
-/// Narrow phase: the candidate pairs that overlap now, with their normals.
-void collide(const BodyStore& b, const PairBlocks& candidates, Contacts& contacts);
+/// Narrow phase: the candidate pairs that overlap, touch, or are within the
+/// speculative margin now, with their normals and gaps. Returns how many
+/// touch or overlap.
+std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts& contacts);
 
 /// Orders the contacts by the minimum-ordering rule and applies them round by
-/// round. Discrete: normal impulse with restitution on approaching pairs, then
-/// position correction; Verlet: position correction only. Returns the number of
-/// collisions (contacts that changed velocities or, for Verlet, positions).
-std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, Solver solver, double restitution, double h);
+/// round. Discrete: up to `iterations` velocity passes (normal impulse with
+/// restitution on approaching pairs, then the walls), then one position
+/// correction pass; Verlet: `iterations` position passes. Returns the number
+/// of contacts that collided (changed velocities or, for Verlet, positions).
+std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
+                               double resting, double h);
+
+/// Discrete, after integrate_positions: one pass of the position correction
+/// over the substep's contacts (positions only), then the walls clamp again.
+/// Returns the largest squared distance of any body from (xb, yb), the
+/// positions the pair list was built at.
+double correct_positions(BodyStore& b, Contacts& contacts, const Params& p, std::span<const double> xb,
+                         std::span<const double> yb);
 
 /// Appends the collisions of one substep to `events` in contact order, up to
 /// `cap` in total. Returns how many did not fit.

@@ -94,6 +94,8 @@ Status check_params(const Params& p) {
   if (p.solver != Solver::kDiscrete && p.solver != Solver::kVerlet)
     return invalid("solver", "must be discrete or verlet", std::to_string(static_cast<int>(p.solver)));
   if (p.substeps < 1 || p.substeps > 64) return invalid("substeps", "must be in [1, 64]", std::to_string(p.substeps));
+  if (p.iterations < 1 || p.iterations > 64)
+    return invalid("iterations", "must be in [1, 64]", std::to_string(p.iterations));
   if (!(p.dt > 0.0 && p.dt <= 1.0)) return invalid("dt", "must be in (0, 1] seconds", num(p.dt));
   if (!(p.density > 0.0 && std::isfinite(p.density))) return invalid("density", "must be finite and > 0", num(p.density));
   if (p.bounds.walled) {
@@ -120,6 +122,7 @@ struct WorldState {
   // Pair list, rebuilt when any body has moved more than skin / 2 since it was
   // built (each pair then still has both bodies within their extents).
   bool pairs_dirty = true;
+  bool edited = true;  // bodies changed since the last rebuild (indices stale)
   double skin = 0.0;
   double max_disp2 = 0.0;
   std::vector<double> xb, yb;
@@ -127,6 +130,7 @@ struct WorldState {
   BroadPhase broad;
   Contacts contacts;
   std::vector<double> px, py;  // Verlet: positions at the start of the substep
+  WallContacts walls;          // discrete: bodies against a wall after the last substep
 
   StepStats stats;
   bool energy_dirty = true;
@@ -142,9 +146,13 @@ struct WorldState {
     return bodies.find(id) != kNotFound || std::binary_search(retired.begin(), retired.end(), id);
   }
 
+  // Any edit: storage indices and positions may have changed, so the pair
+  // list and the wall contacts (both index-based) are rebuilt.
   void touched() {
+    edited = true;
     pairs_dirty = true;
     energy_dirty = true;
+    walls.blocks.clear();
   }
 
   Status check_body(const BodyDesc& d, const std::string& at) const {
@@ -196,7 +204,12 @@ void WorldState::rebuild_pairs() {
   const double vmax2 = n ? *std::max_element(block_v2.begin(), block_v2.end()) : 0.0;
   const double rmin = n ? *std::min_element(block_rmin.begin(), block_rmin.end()) : 1.0;
   skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, 0.05 * rmin, 4.0 * rmin);
+  // Storage indices are stale after an edit; warm values are kept only
+  // across rebuilds caused by motion.
+  const WarmByIds warm = edited ? WarmByIds{} : save_warm(bodies, pairs, contacts);
   find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, broad, pairs);
+  restore_warm(bodies, pairs, warm, contacts);
+  edited = false;
   max_disp2 = 0.0;
   pairs_dirty = false;
 }
@@ -211,6 +224,7 @@ void WorldState::step() {
   const double h = p.dt / p.substeps;
   const double damping = std::exp(-p.linear_damping * h);
   const bool verlet = p.solver == Solver::kVerlet;
+  const double resting = resting_speed(p.gravity, p.dt);
   if (verlet) {
     px.resize(bodies.size());
     py.resize(bodies.size());
@@ -241,13 +255,12 @@ void WorldState::step() {
 
     // 3. Narrow phase: which candidate pairs overlap now.
     t = Clock::now();
-    collide(bodies, pairs, contacts);
-    st.contacts += contacts.size();
+    st.contacts += collide(bodies, pairs, contacts);
     st.seconds.collide += seconds_since(t);
 
     // 4. Resolve: the minimum-ordering rule, rounds of disjoint contacts.
     t = Clock::now();
-    st.collisions += resolve_contacts(bodies, contacts, p.solver, p.restitution, h);
+    st.collisions += resolve_contacts(bodies, contacts, walls, p, resting, h);
     st.rounds = std::max<std::uint32_t>(st.rounds, static_cast<std::uint32_t>(contacts.schedule.rounds()));
     st.seconds.resolve_contacts += seconds_since(t);
 
@@ -256,7 +269,8 @@ void WorldState::step() {
     if (verlet) {
       finish_verlet(bodies, p, h, px, py);
     } else {
-      max_disp2 = integrate_positions(bodies, p, h, xb, yb);
+      integrate_positions(bodies, p, h, resting, walls);
+      max_disp2 = correct_positions(bodies, contacts, p, xb, yb);
     }
     st.seconds.integrate_positions += seconds_since(t);
 

@@ -75,8 +75,9 @@ class World {
   /// Collision events of the last step, in a deterministic order.
   std::span<const CollisionEvent> events() const;
   /// 64-bit hash over the bit patterns of every body's id, position, velocity,
-  /// radius and mass, in id order, plus the step count. Equal hashes mean
-  /// (with overwhelming probability) bit-identical worlds.
+  /// radius and mass, in id order (bodies only: not the step count or the
+  /// parameters). Equal hashes mean, with overwhelming probability,
+  /// bit-identical bodies.
   std::uint64_t state_hash() const;
 
   /// Worker threads used by step() (results never depend on it).

@@ -1,0 +1,352 @@
+// Physics of one step: the textbook two-body results the discrete solver must
+// reproduce, the contact point and impulse it reports, and the walls (both
+// solvers).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "carom/world.hpp"
+#include "support/scenes.hpp"
+
+namespace carom {
+namespace {
+
+using test::open_params;
+using test::Rng;
+
+struct Two {
+  BodyState a, b;
+};
+
+BodyDesc desc(BodyId id, Vec2 p, Vec2 v, double r, double m) {
+  BodyDesc d;
+  d.id = id;
+  d.position = p;
+  d.velocity = v;
+  d.radius = r;
+  d.mass = m;
+  return d;
+}
+
+// Builds a two-body world (ids 1 and 2), takes one step, returns the states.
+Two step_two(World& w, const BodyDesc& a, const BodyDesc& b) {
+  EXPECT_TRUE(w.add_body(a).ok());
+  EXPECT_TRUE(w.add_body(b).ok());
+  w.step();
+  Two out;
+  EXPECT_TRUE(w.body(a.id, &out.a).ok());
+  EXPECT_TRUE(w.body(b.id, &out.b).ok());
+  return out;
+}
+
+double norm(Vec2 v) { return std::hypot(v.x, v.y); }
+double cross(Vec2 a, Vec2 b) { return a.x * b.y - a.y * b.x; }
+
+// The unit normal from a to b exactly as a solver would compute it.
+Vec2 unit(Vec2 d) {
+  const double len = std::sqrt(d.x * d.x + d.y * d.y);
+  return {d.x / len, d.y / len};
+}
+
+TEST(Physics, EqualMassHeadOnSwapsVelocitiesExactly) {
+  struct Case {
+    double va, vb, m, x0;
+  };
+  // Exactly representable velocities; the pair overlaps by 0.01 at the start.
+  const Case cases[] = {{3.0, -1.0, 1.0, 0.0}, {2.5, -0.5, 2.0, 10.0}, {1.0, -4.0, 0.75, -7.0},
+                        {-1.0, -3.0, 3.0, 5.0}, {6.0, 2.0, 0.5, -1e3}};
+  for (const Case& c : cases) {
+    World w({}, open_params());
+    const Two t = step_two(w, desc(1, {c.x0, 0.0}, {c.va, 0.0}, 0.5, c.m),
+                           desc(2, {c.x0 + 0.99, 0.0}, {c.vb, 0.0}, 0.5, c.m));
+    SCOPED_TRACE(testing::Message() << "va " << c.va << " vb " << c.vb << " m " << c.m);
+    EXPECT_EQ(t.a.velocity.x, c.vb);
+    EXPECT_EQ(t.b.velocity.x, c.va);
+    EXPECT_EQ(t.a.velocity.y, 0.0);
+    EXPECT_EQ(t.b.velocity.y, 0.0);
+    EXPECT_EQ(w.stats().collisions, 1u);
+  }
+}
+
+TEST(Physics, UnequalMassesHeadOnMatchTextbook) {
+  Rng rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const double m1 = rng.log_uniform(0.1, 10.0), m2 = rng.log_uniform(0.1, 10.0);
+    const double v1 = rng.uniform(0.1, 5.0), v2 = rng.uniform(-5.0, 0.0);
+    const double r1 = rng.uniform(0.2, 2.0), r2 = rng.uniform(0.2, 2.0);
+    // Half the trials elastic (the first formula), half with any restitution.
+    const double e = trial % 2 == 0 ? 1.0 : rng.uniform();
+    Params p = open_params();
+    p.restitution = e;
+    World w({}, p);
+    const double x0 = rng.uniform(-50.0, 50.0);
+    const Two t = step_two(w, desc(1, {x0, 1.0}, {v1, 0.0}, r1, m1),
+                           desc(2, {x0 + (r1 + r2) * 0.98, 1.0}, {v2, 0.0}, r2, m2));
+    SCOPED_TRACE(testing::Message() << "trial " << trial << " m " << m1 << "," << m2 << " v " << v1 << ","
+                                    << v2 << " e " << e);
+    double w1, w2;
+    if (e == 1.0) {
+      w1 = ((m1 - m2) * v1 + 2 * m2 * v2) / (m1 + m2);
+      w2 = ((m2 - m1) * v2 + 2 * m1 * v1) / (m1 + m2);
+    } else {
+      w1 = (m1 * v1 + m2 * v2 + m2 * e * (v2 - v1)) / (m1 + m2);
+      w2 = (m1 * v1 + m2 * v2 + m1 * e * (v1 - v2)) / (m1 + m2);
+    }
+    const double scale = std::abs(v1) + std::abs(v2);
+    EXPECT_NEAR(t.a.velocity.x, w1, 1e-12 * scale);
+    EXPECT_NEAR(t.b.velocity.x, w2, 1e-12 * scale);
+    EXPECT_EQ(t.a.velocity.y, 0.0);
+    EXPECT_EQ(t.b.velocity.y, 0.0);
+  }
+}
+
+// Random oblique collisions: an approaching pair overlapping a little along a
+// random normal.
+struct Oblique {
+  BodyDesc a, b;
+  Vec2 n;  // unit normal a -> b at the start of the step
+};
+
+Oblique random_oblique(Rng& rng) {
+  for (;;) {
+    Oblique o;
+    const double ra = rng.log_uniform(0.1, 3.0), rb = rng.log_uniform(0.1, 3.0);
+    const double th = rng.uniform(0.0, 6.283185307179586);
+    const Vec2 pa{rng.uniform(-100.0, 100.0), rng.uniform(-100.0, 100.0)};
+    const double d = (ra + rb) * rng.uniform(0.9, 0.999);
+    const Vec2 pb{pa.x + d * std::cos(th), pa.y + d * std::sin(th)};
+    Vec2 va{rng.uniform(-10.0, 10.0), rng.uniform(-10.0, 10.0)};
+    Vec2 vb{rng.uniform(-10.0, 10.0), rng.uniform(-10.0, 10.0)};
+    o.n = unit(pb - pa);
+    const double un = dot(vb - va, o.n);
+    if (std::abs(un) < 1e-3) continue;
+    if (un > 0) {  // make the pair approach
+      va = -1.0 * va;
+      vb = -1.0 * vb;
+    }
+    o.a = desc(1, pa, va, ra, rng.log_uniform(0.1, 10.0));
+    o.b = desc(2, pb, vb, rb, rng.log_uniform(0.1, 10.0));
+    return o;
+  }
+}
+
+TEST(Physics, ObliqueCollisionsConserveMomentumEnergyAndTangent) {
+  Rng rng(12);
+  for (int trial = 0; trial < 500; ++trial) {
+    const Oblique o = random_oblique(rng);
+    World w({}, open_params());
+    const Two t = step_two(w, o.a, o.b);
+    SCOPED_TRACE(testing::Message() << "trial " << trial);
+    ASSERT_EQ(w.stats().collisions, 1u);
+    const double ma = o.a.mass, mb = o.b.mass;
+    const Vec2 p0 = ma * o.a.velocity + mb * o.b.velocity;
+    const Vec2 p1 = ma * t.a.velocity + mb * t.b.velocity;
+    const double pscale = ma * norm(o.a.velocity) + mb * norm(o.b.velocity);
+    EXPECT_NEAR(p1.x, p0.x, 1e-12 * pscale);
+    EXPECT_NEAR(p1.y, p0.y, 1e-12 * pscale);
+    const double ke0 = 0.5 * ma * dot(o.a.velocity, o.a.velocity) + 0.5 * mb * dot(o.b.velocity, o.b.velocity);
+    const double ke1 = 0.5 * ma * dot(t.a.velocity, t.a.velocity) + 0.5 * mb * dot(t.b.velocity, t.b.velocity);
+    EXPECT_NEAR(ke1, ke0, 1e-12 * ke0);
+    const Vec2 tan{-o.n.y, o.n.x};
+    const Vec2 rel0 = o.b.velocity - o.a.velocity, rel1 = t.b.velocity - t.a.velocity;
+    EXPECT_NEAR(dot(rel1, tan), dot(rel0, tan), 1e-12 * norm(rel0));
+    EXPECT_NEAR(dot(rel1, o.n), -dot(rel0, o.n), 1e-12 * norm(rel0));
+  }
+}
+
+TEST(Physics, RestitutionScalesNormalRelativeVelocity) {
+  Rng rng(13);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Oblique o = random_oblique(rng);
+    // A third of the trials perfectly inelastic, the rest any restitution.
+    const double e = trial % 3 == 0 ? 0.0 : rng.uniform();
+    Params p = open_params();
+    p.restitution = e;
+    World w({}, p);
+    const Two t = step_two(w, o.a, o.b);
+    SCOPED_TRACE(testing::Message() << "trial " << trial << " e " << e);
+    ASSERT_EQ(w.stats().collisions, 1u);
+    const Vec2 rel0 = o.b.velocity - o.a.velocity, rel1 = t.b.velocity - t.a.velocity;
+    const double scale = norm(o.a.velocity) + norm(o.b.velocity);
+    EXPECT_NEAR(dot(rel1, o.n), -e * dot(rel0, o.n), 1e-12 * scale);
+    if (e == 0.0) {
+      EXPECT_LE(std::abs(dot(rel1, o.n)), 1e-12 * scale);
+    }
+  }
+}
+
+TEST(Physics, SeparatingOverlapGetsNoImpulseButIsPushedApart) {
+  Rng rng(14);
+  for (int trial = 0; trial < 200; ++trial) {
+    Oblique o = random_oblique(rng);
+    // Reverse the velocities: the pair now separates while overlapping deeply.
+    o.a.velocity = -1.0 * o.a.velocity;
+    o.b.velocity = -1.0 * o.b.velocity;
+    const double reach = o.a.radius + o.b.radius;
+    const double d0 = reach * rng.uniform(0.3, 0.9);
+    o.b.position = o.a.position + d0 * o.n;
+    World w({}, open_params());
+    const Two t = step_two(w, o.a, o.b);
+    SCOPED_TRACE(testing::Message() << "trial " << trial);
+    EXPECT_EQ(t.a.velocity, o.a.velocity);
+    EXPECT_EQ(t.b.velocity, o.b.velocity);
+    EXPECT_EQ(w.stats().contacts, 1u);
+    EXPECT_EQ(w.stats().collisions, 0u);
+    EXPECT_TRUE(w.events().empty());
+    // Corrected apart: three passes each remove half of what is left, so at
+    // most 1/8 of the overlap remains (the separating motion only adds).
+    const double d1 = norm(t.b.position - t.a.position);
+    EXPECT_LE(reach - d1, 0.125 * (reach - d0) + 1e-12 * reach);
+    // The correction moves no mass centre: it is where the velocities take it.
+    const double ma = o.a.mass, mb = o.b.mass, h = w.params().dt;
+    const Vec2 c0 = (1.0 / (ma + mb)) * (ma * o.a.position + mb * o.b.position);
+    const Vec2 c1 = (1.0 / (ma + mb)) * (ma * t.a.position + mb * t.b.position);
+    const Vec2 vc = (1.0 / (ma + mb)) * (ma * o.a.velocity + mb * o.b.velocity);
+    const double scale = 1e-12 * (norm(c0) + reach + h * norm(vc));
+    EXPECT_NEAR(c1.x, c0.x + h * vc.x, scale);
+    EXPECT_NEAR(c1.y, c0.y + h * vc.y, scale);
+  }
+}
+
+// The event of a collision between touching bodies of radius 1 and 3: the point
+// is on both surfaces where they touch when the impulse is applied (the start
+// positions, to 1e-13: the later motion of the substep separates the bodies
+// and must not move the point), the ids are ordered, and the impulse is b's
+// momentum change, along the normal.
+TEST(Physics, ContactPointOfUnequalRadiiIsOnBothSurfaces) {
+  for (const bool small_first : {true, false}) {
+    const double ra = small_first ? 1.0 : 3.0, rb = small_first ? 3.0 : 1.0;
+    const double ma = small_first ? 1.0 : 9.0, mb = small_first ? 9.0 : 1.0;
+    const Vec2 pa{2.0, -3.0};
+    // Along (0.6, 0.8), overlapping by a relative 2^-44: touching to 1e-13.
+    const double d = (ra + rb) * (1.0 - 0x1.0p-44);
+    const Vec2 pb{pa.x + 0.6 * d, pa.y + 0.8 * d};
+    const Vec2 va{1.5, 2.0}, vb{-0.5, -1.0};
+    World w({}, open_params());
+    // Add b first: the event must still name the lower id as a.
+    ASSERT_TRUE(w.add_body(desc(20, pb, vb, rb, mb)).ok());
+    ASSERT_TRUE(w.add_body(desc(10, pa, va, ra, ma)).ok());
+    w.step();
+    SCOPED_TRACE(small_first ? "a is the small body" : "a is the large body");
+    ASSERT_EQ(w.events().size(), 1u);
+    const CollisionEvent ev = w.events()[0];
+    EXPECT_EQ(ev.a, 10u);
+    EXPECT_EQ(ev.b, 20u);
+    EXPECT_EQ(ev.substep, 0u);
+
+    const Vec2 expected = (1.0 / (ra + rb)) * (rb * pa + ra * pb);
+    EXPECT_NEAR(ev.point.x, expected.x, 1e-12 * norm(expected));
+    EXPECT_NEAR(ev.point.y, expected.y, 1e-12 * norm(expected));
+    const Vec2 n = unit(pb - pa);
+    EXPECT_NEAR(norm(ev.point - pa), ra, 1e-12 * (ra + rb));
+    EXPECT_NEAR(norm(ev.point - pb), rb, 1e-12 * (ra + rb));
+    EXPECT_NEAR(cross(ev.point - pa, n), 0.0, 1e-12 * (ra + rb));
+    EXPECT_GT(dot(ev.point - pa, n), 0.0);
+
+    BodyState a, b;
+    ASSERT_TRUE(w.body(10, &a).ok());
+    ASSERT_TRUE(w.body(20, &b).ok());
+    const Vec2 db = mb * (b.velocity - vb);
+    const Vec2 da = ma * (a.velocity - va);
+    const double scale = 1e-12 * (ma * norm(va) + mb * norm(vb));
+    EXPECT_GT(dot(ev.impulse, n), 0.0);  // b is pushed away from a
+    EXPECT_NEAR(cross(ev.impulse, n), 0.0, scale);
+    EXPECT_NEAR(ev.impulse.x, db.x, scale);
+    EXPECT_NEAR(ev.impulse.y, db.y, scale);
+    EXPECT_NEAR(ev.impulse.x, -da.x, scale);
+    EXPECT_NEAR(ev.impulse.y, -da.y, scale);
+  }
+}
+
+class Walls : public testing::TestWithParam<Solver> {};
+
+// One body hitting each of the four walls: the normal velocity is reflected
+// and scaled by the restitution, the other component is kept, and the body
+// ends exactly at the wall.
+TEST_P(Walls, ReflectWithRestitution) {
+  struct Case {
+    Vec2 p, v;
+  };
+  // Box [0, 10]^2, r = 1: one step of 1/60 s at 12 m/s crosses the wall.
+  const Case cases[] = {{{1.1, 5.0}, {-12.0, 0.0}},
+                        {{8.9, 4.0}, {12.0, 0.0}},
+                        {{6.0, 1.1}, {0.0, -12.0}},
+                        {{3.0, 8.9}, {0.0, 12.0}}};
+  for (const double e : {1.0, 0.5, 0.0}) {
+    for (const Case& c : cases) {
+      Params p;
+      p.solver = GetParam();
+      p.bounds = {true, {0.0, 0.0}, {10.0, 10.0}};
+      p.restitution = e;
+      p.substeps = 1;
+      World w({}, p);
+      ASSERT_TRUE(w.add_body(desc(1, c.p, c.v, 1.0, 1.0)).ok());
+      w.step();
+      BodyState s;
+      ASSERT_TRUE(w.body(1, &s).ok());
+      SCOPED_TRACE(testing::Message() << "e " << e << " v (" << c.v.x << ", " << c.v.y << ")");
+      const double tol = 1e-12 * 12.0;
+      EXPECT_NEAR(s.velocity.x, -e * c.v.x, tol);
+      EXPECT_NEAR(s.velocity.y, -e * c.v.y, tol);
+      if (c.v.x < 0) {
+        EXPECT_EQ(s.position.x, 1.0);
+      }
+      if (c.v.x > 0) {
+        EXPECT_EQ(s.position.x, 9.0);
+      }
+      if (c.v.y < 0) {
+        EXPECT_EQ(s.position.y, 1.0);
+      }
+      if (c.v.y > 0) {
+        EXPECT_EQ(s.position.y, 9.0);
+      }
+      if (c.v.x == 0) {
+        EXPECT_EQ(s.position.x, c.p.x);
+      }
+      if (c.v.y == 0) {
+        EXPECT_EQ(s.position.y, c.p.y);
+      }
+    }
+  }
+}
+
+// A fast, dense gas under strong gravity: no body ever ends a step outside.
+TEST_P(Walls, NoBodyEverEndsAStepOutside) {
+  test::GasSpec g;
+  g.n = 1500;
+  g.rmin = 0.2;
+  g.rmax = 0.8;
+  g.speed = 60.0;
+  g.spacing = 1.7;
+  g.seed = 21;
+  Bounds box;
+  const auto bodies = test::make_gas(g, &box);
+  for (const int substeps : {1, 4}) {
+    Params p;
+    p.solver = GetParam();
+    p.bounds = box;
+    p.restitution = 0.8;
+    p.gravity = {5.0, -40.0};
+    p.substeps = substeps;
+    World w({.max_bodies = 1u << 24, .threads = 2}, p);
+    ASSERT_TRUE(w.add_bodies(bodies).ok());
+    std::uint64_t collisions = 0;
+    for (int s = 0; s < 150; ++s) {
+      w.step();
+      collisions += w.stats().collisions;
+      ASSERT_TRUE(test::all_finite(w)) << "step " << s;
+      ASSERT_EQ(test::count_outside(w, box), 0u) << "step " << s << " substeps " << substeps;
+    }
+    EXPECT_GT(collisions, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BothSolvers, Walls, testing::Values(Solver::kDiscrete, Solver::kVerlet),
+                         [](const testing::TestParamInfo<Solver>& info) {
+                           return info.param == Solver::kDiscrete ? "Discrete" : "Verlet";
+                         });
+
+}  // namespace
+}  // namespace carom

@@ -1,0 +1,315 @@
+// Validation: every kind of bad input is rejected with the right code and a
+// message naming the field and the value, and leaves the world as it was.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "carom/world.hpp"
+
+namespace carom {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+BodyDesc body_at(double x, double y, BodyId id = kAutoId) {
+  BodyDesc d;
+  d.id = id;
+  d.position = {x, y};
+  d.velocity = {1.0, -0.5};
+  d.radius = 0.5;
+  d.mass = 2.0;
+  return d;
+}
+
+// Everything a failed call must leave alone.
+struct Fingerprint {
+  std::uint64_t hash;
+  std::size_t size;
+  BodyId next_id;
+  Params params;
+  std::uint64_t step;
+
+  explicit Fingerprint(const World& w)
+      : hash(w.state_hash()), size(w.size()), next_id(w.next_id()), params(w.params()), step(w.stats().step) {}
+};
+
+bool same_params(const Params& a, const Params& b) {
+  return a.bounds.walled == b.bounds.walled && a.bounds.min == b.bounds.min && a.bounds.max == b.bounds.max &&
+         a.gravity == b.gravity && a.restitution == b.restitution && a.linear_damping == b.linear_damping &&
+         a.solver == b.solver && a.substeps == b.substeps && a.dt == b.dt && a.density == b.density &&
+         a.record_events == b.record_events && a.max_events == b.max_events;
+}
+
+class Validation : public testing::Test {
+ protected:
+  static constexpr std::uint32_t kMaxBodies = 64;
+
+  // Ten bodies, ids 1..10, id 4 removed, a few steps taken: a world with
+  // history, so "unchanged" covers ids, retired ids and motion.
+  void SetUp() override {
+    Params p;
+    p.gravity = {0.0, -1.0};
+    p.restitution = 0.7;
+    world_ = std::make_unique<World>(WorldConfig{.max_bodies = kMaxBodies, .threads = 2}, p);
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(world_->add_body(body_at(10.0 + 5.0 * i, 50.0)).ok());
+    ASSERT_TRUE(world_->remove_body(4).ok());
+    for (int s = 0; s < 3; ++s) world_->step();
+    ASSERT_EQ(world_->size(), 9u);
+    ASSERT_EQ(world_->next_id(), 11u);
+  }
+
+  World& w() { return *world_; }
+
+  // Runs a call that must fail: checks the code, that the message holds every
+  // one of `parts`, and that the world is unchanged.
+  template <class Call>
+  void expect_rejected(Call&& call, StatusCode code, std::vector<std::string> parts, const std::string& what) {
+    SCOPED_TRACE(what);
+    const Fingerprint before(w());
+    const Status st = call();
+    EXPECT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), code) << "got " << to_string(st.code()) << ": " << st.message();
+    for (const std::string& part : parts)
+      EXPECT_NE(st.message().find(part), std::string::npos) << "message \"" << st.message() << "\" lacks \"" << part << "\"";
+    const Fingerprint after(w());
+    EXPECT_EQ(after.hash, before.hash);
+    EXPECT_EQ(after.size, before.size);
+    EXPECT_EQ(after.next_id, before.next_id);
+    EXPECT_EQ(after.step, before.step);
+    EXPECT_TRUE(same_params(after.params, before.params));
+  }
+
+  std::unique_ptr<World> world_;
+};
+
+TEST_F(Validation, NonFiniteBodyFieldsAreRejected) {
+  struct Case {
+    const char* field;
+    void (*spoil)(BodyDesc&, double);
+  };
+  const Case cases[] = {
+      {"position", [](BodyDesc& d, double v) { d.position.x = v; }},
+      {"position", [](BodyDesc& d, double v) { d.position.y = v; }},
+      {"velocity", [](BodyDesc& d, double v) { d.velocity.x = v; }},
+      {"velocity", [](BodyDesc& d, double v) { d.velocity.y = v; }},
+      {"radius", [](BodyDesc& d, double v) { d.radius = v; }},
+      {"mass", [](BodyDesc& d, double v) { d.mass = v; }},
+  };
+  for (const Case& c : cases) {
+    for (const double bad : {kNaN, kInf, -kInf}) {
+      BodyDesc d = body_at(30.0, 80.0);
+      c.spoil(d, bad);
+      const std::string value = std::isnan(bad) ? "nan" : (bad > 0 ? "inf" : "-inf");
+      expect_rejected([&] { return w().add_body(d); }, StatusCode::kInvalidArgument, {c.field, value},
+                      std::string("add_body ") + c.field + " " + value);
+    }
+  }
+}
+
+TEST_F(Validation, NonPositiveRadiusAndNegativeMassAreRejected) {
+  for (const double r : {0.0, -1.0, -1e-300}) {
+    BodyDesc d = body_at(30.0, 80.0);
+    d.radius = r;
+    expect_rejected([&] { return w().add_body(d); }, StatusCode::kInvalidArgument, {"radius", r == 0.0 ? "0" : "-1"},
+                    "radius " + std::to_string(r));
+  }
+  for (const double m : {-1.0, -2.5}) {
+    BodyDesc d = body_at(30.0, 80.0);
+    d.mass = m;
+    expect_rejected([&] { return w().add_body(d); }, StatusCode::kInvalidArgument, {"mass", m == -1.0 ? "-1" : "-2.5"},
+                    "mass " + std::to_string(m));
+  }
+}
+
+TEST_F(Validation, BodyOutsideTheBoxIsRejected) {
+  // Box [0, 100]^2, radius 0.5: centres must lie in [0.5, 99.5].
+  const Vec2 outside[] = {{-3.0, 50.0}, {0.25, 50.0}, {99.75, 50.0}, {50.0, 101.0}, {50.0, 0.4}};
+  for (const Vec2 p : outside) {
+    const BodyDesc d = body_at(p.x, p.y);
+    expect_rejected([&] { return w().add_body(d); }, StatusCode::kOutOfRange, {"position"},
+                    "add_body at (" + std::to_string(p.x) + ", " + std::to_string(p.y) + ")");
+  }
+  // The value, too: the message shows the position.
+  const Status st = w().add_body(body_at(-3.0, 50.0));
+  EXPECT_NE(st.message().find("-3"), std::string::npos) << st.message();
+  // And set_position checks the box for the body's own radius.
+  expect_rejected([&] { return w().set_position(2, {99.75, 50.0}); }, StatusCode::kOutOfRange,
+                  {"position", "99.75"}, "set_position outside");
+}
+
+TEST_F(Validation, UnknownIdsAreRejected) {
+  // 4 was removed, 11 never existed, 0 is kAutoId.
+  for (const BodyId id : {BodyId{4}, BodyId{11}, BodyId{0}, kMaxBodyId}) {
+    const std::string sid = std::to_string(id);
+    expect_rejected([&] { return w().remove_body(id); }, StatusCode::kNotFound, {"id", sid}, "remove_body " + sid);
+    expect_rejected([&] { return w().set_position(id, {20.0, 20.0}); }, StatusCode::kNotFound, {"id", sid},
+                    "set_position " + sid);
+    expect_rejected([&] { return w().set_velocity(id, {1.0, 1.0}); }, StatusCode::kNotFound, {"id", sid},
+                    "set_velocity " + sid);
+    expect_rejected([&] { return w().apply_impulse(id, {1.0, 1.0}); }, StatusCode::kNotFound, {"id", sid},
+                    "apply_impulse " + sid);
+    BodyState out;
+    out.id = 77;
+    expect_rejected([&] { return w().body(id, &out); }, StatusCode::kNotFound, {"id", sid}, "body " + sid);
+    EXPECT_EQ(out.id, 77u);
+    EXPECT_FALSE(w().contains(id));
+  }
+  // A batch with one unknown id removes none of the others.
+  const std::vector<BodyId> ids{1, 2, 42, 3};
+  expect_rejected([&] { return w().remove_bodies(ids); }, StatusCode::kNotFound, {"ids[2]", "42"}, "remove_bodies");
+  EXPECT_TRUE(w().contains(1));
+}
+
+TEST_F(Validation, NonFiniteSettersAreRejected) {
+  for (const double bad : {kNaN, kInf}) {
+    const std::string value = std::isnan(bad) ? "nan" : "inf";
+    expect_rejected([&] { return w().set_position(2, {bad, 20.0}); }, StatusCode::kInvalidArgument,
+                    {"position", value}, "set_position " + value);
+    expect_rejected([&] { return w().set_velocity(2, {0.0, bad}); }, StatusCode::kInvalidArgument,
+                    {"velocity", value}, "set_velocity " + value);
+    expect_rejected([&] { return w().apply_impulse(2, {bad, 0.0}); }, StatusCode::kInvalidArgument,
+                    {"impulse", value}, "apply_impulse " + value);
+  }
+  // Finite, but the velocity it gives is not (body 2 has mass 2).
+  ASSERT_TRUE(w().set_velocity(2, {1.5e308, 0.0}).ok());
+  expect_rejected([&] { return w().apply_impulse(2, {1e308, 0.0}); }, StatusCode::kInvalidArgument,
+                  {"impulse", "1e+308"}, "apply_impulse overflowing the velocity");
+}
+
+TEST_F(Validation, UsedIdsAreNeverAcceptedAgain) {
+  // In use, and removed before.
+  for (const BodyId id : {BodyId{3}, BodyId{4}}) {
+    const std::string sid = std::to_string(id);
+    expect_rejected([&] { return w().add_body(body_at(30.0, 80.0, id)); }, StatusCode::kAlreadyExists, {"id", sid},
+                    "add_body id " + sid);
+  }
+  // Not even after clear().
+  World fresh({.max_bodies = 8, .threads = 1}, Params{});
+  ASSERT_TRUE(fresh.add_body(body_at(10.0, 10.0, 5)).ok());
+  fresh.clear();
+  EXPECT_EQ(fresh.size(), 0u);
+  const Status st = fresh.add_body(body_at(10.0, 10.0, 5));
+  EXPECT_EQ(st.code(), StatusCode::kAlreadyExists) << st.message();
+  EXPECT_EQ(fresh.size(), 0u);
+  // Auto ids never hand out a used id either.
+  BodyId got = 0;
+  ASSERT_TRUE(fresh.add_body(body_at(10.0, 10.0), &got).ok());
+  EXPECT_GT(got, 5u);
+}
+
+TEST_F(Validation, IdAboveTheMaximumIsRejected) {
+  expect_rejected([&] { return w().add_body(body_at(30.0, 80.0, kMaxBodyId + 1)); }, StatusCode::kInvalidArgument,
+                  {"id", std::to_string(kMaxBodyId + 1)}, "id above kMaxBodyId");
+}
+
+TEST_F(Validation, AutoIdsRunOutAfterTheMaximumId) {
+  ASSERT_TRUE(w().add_body(body_at(30.0, 80.0, kMaxBodyId)).ok());
+  // Every id up to the maximum counts as used now: no auto id is left, not
+  // even in a batch whose other bodies are fine.
+  expect_rejected([&] { return w().add_body(body_at(32.0, 80.0)); }, StatusCode::kResourceExhausted,
+                  {"id", std::to_string(kMaxBodyId)}, "auto id after kMaxBodyId");
+  const std::vector<BodyDesc> batch{body_at(34.0, 80.0, 30), body_at(36.0, 80.0)};
+  expect_rejected([&] { return w().add_bodies(batch); }, StatusCode::kResourceExhausted,
+                  {"id", std::to_string(kMaxBodyId)}, "batch with an auto id after kMaxBodyId");
+  EXPECT_FALSE(w().contains(30));
+}
+
+TEST_F(Validation, DuplicateIdsInOneBatchRejectTheWholeBatch) {
+  const std::vector<BodyDesc> batch{body_at(20.0, 80.0, 20), body_at(22.0, 80.0, 21), body_at(24.0, 80.0),
+                                    body_at(26.0, 80.0, 20)};
+  expect_rejected([&] { return w().add_bodies(batch); }, StatusCode::kAlreadyExists, {"id", "20"},
+                  "duplicate id in batch");
+  EXPECT_FALSE(w().contains(21));
+}
+
+TEST_F(Validation, BatchErrorsNameTheIndex) {
+  struct Case {
+    void (*spoil)(BodyDesc&);
+    StatusCode code;
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {[](BodyDesc& d) { d.radius = -1.0; }, StatusCode::kInvalidArgument, {"bodies[3].radius", "-1"}},
+      {[](BodyDesc& d) { d.mass = kNaN; }, StatusCode::kInvalidArgument, {"bodies[3].mass", "nan"}},
+      {[](BodyDesc& d) { d.position.y = kInf; }, StatusCode::kInvalidArgument, {"bodies[3].position", "inf"}},
+      {[](BodyDesc& d) { d.velocity.x = kNaN; }, StatusCode::kInvalidArgument, {"bodies[3].velocity", "nan"}},
+      {[](BodyDesc& d) { d.position.x = 150.0; }, StatusCode::kOutOfRange, {"bodies[3].position", "150"}},
+      {[](BodyDesc& d) { d.id = 2; }, StatusCode::kAlreadyExists, {"bodies[3].id", "2"}},
+      {[](BodyDesc& d) { d.id = 4; }, StatusCode::kAlreadyExists, {"bodies[3].id", "4"}},
+  };
+  for (const Case& c : cases) {
+    std::vector<BodyDesc> batch{body_at(20.0, 80.0), body_at(22.0, 80.0), body_at(24.0, 80.0), body_at(26.0, 80.0),
+                                body_at(28.0, 80.0)};
+    c.spoil(batch[3]);
+    expect_rejected([&] { return w().add_bodies(batch); }, c.code, c.parts, c.parts[0]);
+  }
+}
+
+TEST_F(Validation, MoreThanMaxBodiesIsRejected) {
+  // 9 bodies, max 64: 55 more fit, 56 do not.
+  std::vector<BodyDesc> batch;
+  for (int i = 0; i < 56; ++i) batch.push_back(body_at(5.0 + 1.5 * (i % 50), 70.0 + 5.0 * (i / 50)));
+  expect_rejected([&] { return w().add_bodies(batch); }, StatusCode::kResourceExhausted, {"max_bodies", "64"},
+                  "batch over max_bodies");
+  batch.pop_back();
+  ASSERT_TRUE(w().add_bodies(batch).ok());
+  ASSERT_EQ(w().size(), 64u);
+  expect_rejected([&] { return w().add_body(body_at(40.0, 90.0)); }, StatusCode::kResourceExhausted,
+                  {"max_bodies", "64"}, "one over max_bodies");
+}
+
+TEST_F(Validation, BadParamsAreRejected) {
+  struct Case {
+    const char* what;
+    void (*spoil)(Params&);
+    StatusCode code;
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {"NaN gravity", [](Params& p) { p.gravity.y = kNaN; }, StatusCode::kInvalidArgument, {"gravity", "nan"}},
+      {"Inf gravity", [](Params& p) { p.gravity.x = kInf; }, StatusCode::kInvalidArgument, {"gravity", "inf"}},
+      {"restitution > 1", [](Params& p) { p.restitution = 1.5; }, StatusCode::kInvalidArgument, {"restitution", "1.5"}},
+      {"restitution < 0", [](Params& p) { p.restitution = -0.25; }, StatusCode::kInvalidArgument,
+       {"restitution", "-0.25"}},
+      {"NaN restitution", [](Params& p) { p.restitution = kNaN; }, StatusCode::kInvalidArgument,
+       {"restitution", "nan"}},
+      {"substeps 0", [](Params& p) { p.substeps = 0; }, StatusCode::kInvalidArgument, {"substeps", "0"}},
+      {"substeps 65", [](Params& p) { p.substeps = 65; }, StatusCode::kInvalidArgument, {"substeps", "65"}},
+      {"dt 0", [](Params& p) { p.dt = 0.0; }, StatusCode::kInvalidArgument, {"dt", "0"}},
+      {"dt < 0", [](Params& p) { p.dt = -0.125; }, StatusCode::kInvalidArgument, {"dt", "-0.125"}},
+      {"NaN dt", [](Params& p) { p.dt = kNaN; }, StatusCode::kInvalidArgument, {"dt", "nan"}},
+      {"negative damping", [](Params& p) { p.linear_damping = -0.5; }, StatusCode::kInvalidArgument,
+       {"linear_damping", "-0.5"}},
+      {"Inf damping", [](Params& p) { p.linear_damping = kInf; }, StatusCode::kInvalidArgument,
+       {"linear_damping", "inf"}},
+      {"density 0", [](Params& p) { p.density = 0.0; }, StatusCode::kInvalidArgument, {"density", "0"}},
+      {"unknown solver", [](Params& p) { p.solver = static_cast<Solver>(7); }, StatusCode::kInvalidArgument,
+       {"solver", "7"}},
+      {"NaN bounds", [](Params& p) { p.bounds.max.x = kNaN; }, StatusCode::kInvalidArgument, {"bounds", "nan"}},
+      {"inverted bounds", [](Params& p) { p.bounds.min.y = 200.0; }, StatusCode::kInvalidArgument, {"bounds", "200"}},
+      {"bounds leave a body outside", [](Params& p) { p.bounds.max = {40.0, 100.0}; }, StatusCode::kOutOfRange,
+       {"bounds", "40"}},
+      {"bounds leave a body outside by its radius", [](Params& p) { p.bounds.min = {10.25, 0.0}; },
+       StatusCode::kOutOfRange, {"bounds", "10.25"}},
+  };
+  for (const Case& c : cases) {
+    Params p = w().params();
+    c.spoil(p);
+    expect_rejected([&] { return w().set_params(p); }, c.code, c.parts, c.what);
+  }
+  // Each case above spoils one field of otherwise valid parameters.
+  Params ok = w().params();
+  ok.substeps = 64;
+  ok.restitution = 0.0;
+  EXPECT_TRUE(w().set_params(ok).ok());
+}
+
+}  // namespace
+}  // namespace carom
