@@ -212,18 +212,16 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
       local.push_back(i < j ? Pair{i, j} : Pair{j, i});
     };
     auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bp.bucket_end[h - 1]; };
-    // Partners of p among sorted positions [q, end) whose cell is (level,
-    // cx_lo..cx_hi, cy).
-    auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level, std::int64_t cx_lo,
-                    std::int64_t cx_hi, std::int64_t cy) {
-      const std::uint64_t kmin = pack(level, cx_lo, cy), kmax = pack(level, cx_hi, cy);
-      const std::uint64_t cyb = kmin & kCyMask;
+    // Partners of p among sorted positions [q, end) on level `level`.
+    //
+    // Only the level is checked, not the cell: a body of that level in these
+    // buckets is either in the scanned cells or in a cell that shares their
+    // buckets, W or H cells away, which the distance test rejects. The scanned
+    // bucket runs of one body never overlap (W >= 8), so nothing is met twice.
+    auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) {
       const double px = bp.sx[p], py = bp.sy[p], pe = bp.se[p];
       for (; q < end; ++q) {
-        const std::uint64_t kq = bp.skey[q];
-        if (kq >= kmin && kq <= kmax && (kq & kCyMask) == cyb &&
-            extents_overlap(px, py, pe, bp.sx[q], bp.sy[q], bp.se[q]))
-          emit(p, q);
+        if ((bp.skey[q] >> 60) == level && extents_overlap(px, py, pe, bp.sx[q], bp.sy[q], bp.se[q])) emit(p, q);
       }
     };
     // A row of cells cx_lo..cx_hi: one run when the buckets do not wrap,
@@ -232,12 +230,12 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
                         bool after) {
       const std::uint32_t h0 = hash(level, cx_lo, cy), h1 = hash(level, cx_hi, cy);
       if (h1 >= h0 && h1 - h0 == cx_hi - cx_lo) {
-        scan(p, after ? p + 1 : bucket_begin(h0), bp.bucket_end[h1], level, cx_lo, cx_hi, cy);
+        scan(p, after ? p + 1 : bucket_begin(h0), bp.bucket_end[h1], level);
         return;
       }
       for (std::int64_t cx = cx_lo; cx <= cx_hi; ++cx) {
         const std::uint32_t h = hash(level, cx, cy);
-        scan(p, (after && cx == cx_lo) ? p + 1 : bucket_begin(h), bp.bucket_end[h], level, cx, cx, cy);
+        scan(p, (after && cx == cx_lo) ? p + 1 : bucket_begin(h), bp.bucket_end[h], level);
       }
     };
     for (std::size_t pp = p0; pp < p1; ++pp) {
