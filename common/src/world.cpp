@@ -187,23 +187,33 @@ void WorldState::rebuild_pairs() {
   xb.resize(n);
   yb.resize(n);
   // Skin: room for the fastest body to travel about 1.5 steps before a
-  // rebuild, within [5%, 400%] of the smallest radius. Exact max/min per block.
-  std::vector<double> block_v2(block_count(n, kBlock), 0.0);
-  std::vector<double> block_rmin(block_count(n, kBlock), std::numeric_limits<double>::infinity());
+  // rebuild, at least 5% of the smallest radius, at most 4 mean radii (so one
+  // very fast body cannot make every body a candidate of every other).
+  // Exact max/min per block; the radius sum is per fixed block, in order.
+  const std::size_t nb = block_count(n, kBlock);
+  std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
+  std::vector<double> block_rmin(nb, std::numeric_limits<double>::infinity());
   for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
-    double v2 = 0.0, rmin = std::numeric_limits<double>::infinity();
+    double v2 = 0.0, rmin = std::numeric_limits<double>::infinity(), rsum = 0.0;
     for (std::size_t i = i0; i < i1; ++i) {
       xb[i] = bodies.x[i];
       yb[i] = bodies.y[i];
       v2 = std::max(v2, bodies.vx[i] * bodies.vx[i] + bodies.vy[i] * bodies.vy[i]);
       rmin = std::min(rmin, bodies.r[i]);
+      rsum += bodies.r[i];
     }
     block_v2[blk] = v2;
     block_rmin[blk] = rmin;
+    block_rsum[blk] = rsum;
   });
-  const double vmax2 = n ? *std::max_element(block_v2.begin(), block_v2.end()) : 0.0;
-  const double rmin = n ? *std::min_element(block_rmin.begin(), block_rmin.end()) : 1.0;
-  skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, 0.05 * rmin, 4.0 * rmin);
+  double vmax2 = 0.0, rmin = 1.0, rsum = 0.0;
+  if (n > 0) {
+    vmax2 = *std::max_element(block_v2.begin(), block_v2.end());
+    rmin = *std::min_element(block_rmin.begin(), block_rmin.end());
+    for (double v : block_rsum) rsum += v;
+  }
+  const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
+  skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, 0.05 * rmin, std::max(0.05 * rmin, 4.0 * rmean));
   // Storage indices are stale after an edit; warm values are kept only
   // across rebuilds caused by motion.
   const WarmByIds warm = edited ? WarmByIds{} : save_warm(bodies, pairs, contacts);
