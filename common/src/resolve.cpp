@@ -181,7 +181,7 @@ std::uint64_t for_rounds(const ContactSchedule& s, Fn&& fn) {
 }  // namespace
 
 std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
-                               double resting, double h) {
+                               double resting, double h, std::size_t candidates) {
   ContactSchedule& s = contacts.schedule;
   order_contacts(b.id, contacts.pairs, s);
   const double e = p.restitution;
@@ -224,6 +224,8 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
       Contact& ct = geo[c];
       ct.impulse = b.m[pairs[c].b] * (b.m[pairs[c].a] / (b.m[pairs[c].a] + b.m[pairs[c].b])) * ct.accum;
       if (ct.state == kTouching && ct.accum > 0.0) {
+        // Allocated on first use: a gas (no resting contacts) never needs it.
+        if (contacts.warm.size() != candidates) contacts.warm.assign(candidates, 0.0);
         contacts.warm[ct.candidate] = ct.accum;
         contacts.warm_used.push_back(ct.candidate);
       }
@@ -265,9 +267,10 @@ WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts&
 }
 
 void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts) {
-  contacts.warm.assign(pairs.count, 0.0);
+  contacts.warm.clear();
   contacts.warm_used.clear();
   if (saved.empty()) return;
+  contacts.warm.assign(pairs.count, 0.0);
   std::uint32_t cand = 0;
   for (const auto& block : pairs.blocks) {
     for (const Pair p : block) {

@@ -40,7 +40,7 @@ struct Contacts {
   std::vector<std::vector<Pair>> block_pairs;
   std::vector<std::vector<Contact>> block_geometry;
   // Warm starting: the accumulated velocity change of each resting contact
-  // last substep, by candidate index; reset whenever the pair list is rebuilt.
+  // last substep, by candidate index (empty while there is none).
   std::vector<double> warm;
   std::vector<std::uint32_t> warm_used;
   std::size_t size() const { return pairs.size(); }
@@ -94,7 +94,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts
 /// correction pass; Verlet: `iterations` position passes. Returns the number
 /// of contacts that collided (changed velocities or, for Verlet, positions).
 std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
-                               double resting, double h);
+                               double resting, double h, std::size_t candidates);
 
 /// Discrete, after integrate_positions: one pass of the position correction
 /// over the substep's contacts (positions only), then the walls clamp again.
