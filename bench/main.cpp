@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "carom/world.hpp"
-#include "scenes.hpp"
+#include "bench/scenes.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "scenes.hpp"
+#include "bench/scenes.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +12,8 @@ std::uint64_t Rng::next() {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+double Rng::log_uniform(double lo, double hi) { return lo * std::exp(std::log(hi / lo) * uniform()); }
 
 std::vector<std::string_view> scene_names() { return {"gas", "pile", "mixed", "lattice", "default"}; }
 

@@ -40,6 +40,10 @@ class Rng {
   std::uint64_t next();
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  /// Log-uniform in [lo, hi).
+  double log_uniform(double lo, double hi);
+  /// Uniform integer in [0, n) (modulo: a bias of n / 2^64, fine for tests).
+  std::uint64_t below(std::uint64_t n) { return next() % n; }
 
  private:
   std::uint64_t state_;

@@ -10,25 +10,12 @@
 #include <vector>
 
 #include "carom/world.hpp"
+#include "bench/scenes.hpp"
 
 namespace carom::test {
 
-/// splitmix64: small, fast, and fully specified.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next();
-  /// Uniform in [0, 1), 53 random bits.
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  /// Log-uniform in [lo, hi).
-  double log_uniform(double lo, double hi);
-  /// Uniform integer in [0, n).
-  std::uint64_t below(std::uint64_t n) { return next() % n; }
-
- private:
-  std::uint64_t state_;
-};
+/// splitmix64, shared with the benchmark scenes: small, fast, fully specified.
+using Rng = bench::Rng;
 
 /// Unbounded, elastic, no gravity, one substep: the textbook two-body setting.
 Params open_params();
