@@ -245,9 +245,6 @@ void WorldState::step() {
     yb = bodies.y;
     pairs_dirty = true;
   }
-  // Rebuild a little before the bound so rounding can never matter.
-  const double half_skin = 0.5 * skin * 0.99;
-
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
@@ -255,15 +252,17 @@ void WorldState::step() {
     if (verlet) max_disp2 = predict_positions(bodies, h, px, py, xb, yb);
     st.seconds.integrate_velocities += seconds_since(t);
 
-    // 2. Broad phase: spatial hash buckets -> candidate pairs -> contact rounds.
+    // 2. Broad phase: spatial hash buckets -> candidate pairs.
+    // Rebuilt a little before the bound (skin / 2) so rounding never matters.
     t = Clock::now();
+    const double half_skin = 0.5 * skin * 0.99;
     if (pairs_dirty || max_disp2 > half_skin * half_skin) {
       rebuild_pairs();
       ++st.pair_rebuilds;
     }
     st.seconds.find_pairs += seconds_since(t);
 
-    // 3. Narrow phase: which candidate pairs overlap now.
+    // 3. Narrow phase: which candidate pairs touch (or nearly) now.
     t = Clock::now();
     st.contacts += collide(bodies, pairs, contacts);
     st.seconds.collide += seconds_since(t);

@@ -8,12 +8,13 @@
 
 namespace carom {
 
-/// One collision: an impulse applied between two approaching bodies.
+/// One collision: an impact between two approaching bodies.
 struct CollisionEvent {
   BodyId a = kAutoId;  ///< lower id
   BodyId b = kAutoId;  ///< higher id
-  /// Radius-weighted contact point (r_b p_a + r_a p_b) / (r_a + r_b): on the
-  /// surface of both when they touch, in proportion when they overlap. Metres.
+  /// Radius-weighted contact point (r_b p_a + r_a p_b) / (r_a + r_b) at
+  /// detection: on the surface of both when they touch, in proportion when
+  /// they overlap. Metres.
   Vec2 point;
   /// Impulse on b (a gets the opposite), N s. For Verlet: momentum change implied
   /// by the position correction.
@@ -32,11 +33,13 @@ struct StepStats {
   std::uint64_t step = 0;          ///< steps taken so far
   double time = 0.0;               ///< simulated seconds so far
   std::uint32_t bodies = 0;
-  std::uint64_t contacts = 0;      ///< overlapping pairs, summed over substeps
-  std::uint64_t collisions = 0;    ///< contacts that were approaching and got an impulse
+  std::uint64_t contacts = 0;      ///< touching or overlapping pairs, summed over substeps
+  /// Impacts (discrete: approach faster than |g| dt, restitution applied;
+  /// Verlet: pairs pushed apart), summed over substeps. One event each.
+  std::uint64_t collisions = 0;
   std::uint64_t events_dropped = 0;  ///< events beyond Params::max_events
   std::uint64_t candidate_pairs = 0; ///< broad-phase pairs in the current pair list
-  std::uint32_t rounds = 0;        ///< rounds of the contact schedule
+  std::uint32_t rounds = 0;        ///< most rounds of the contact schedule in a substep
   std::uint32_t pair_rebuilds = 0; ///< broad-phase rebuilds during this step
   double kinetic_energy = 0.0;     ///< J, sum 1/2 m v^2 after the step
   Vec2 momentum;                   ///< kg m/s after the step
