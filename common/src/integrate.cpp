@@ -43,15 +43,18 @@ inline std::uint32_t wall_axis(double& x, double& v, double r, double lo, double
 
 }  // namespace
 
-void integrate_velocities(BodyStore& b, Vec2 g, double damping, double h) {
+double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std::span<const double> xb,
+                            std::span<const double> yb) {
   const double gx = g.x * h, gy = g.y * h;
-  double* vx = b.vx.data();
-  double* vy = b.vy.data();
-  for_blocks(b.size(), kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
+  return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
+    double m = 0.0;
     for (std::size_t i = i0; i < i1; ++i) {
-      vx[i] = vx[i] * damping + gx;
-      vy[i] = vy[i] * damping + gy;
+      b.vx[i] = b.vx[i] * damping + gx;
+      b.vy[i] = b.vy[i] * damping + gy;
+      const double dx = b.x[i] - xb[i], dy = b.y[i] - yb[i];
+      m = std::max(m, dx * dx + dy * dy);
     }
+    return m;
   });
 }
 

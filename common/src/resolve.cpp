@@ -285,35 +285,16 @@ void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& 
   }
 }
 
-double correct_positions(BodyStore& b, Contacts& contacts, const Params& p, std::span<const double> xb,
-                         std::span<const double> yb) {
+void correct_positions(BodyStore& b, Contacts& contacts, const Params& p) {
   const auto& pairs = contacts.pairs;
   auto& geo = contacts.geometry;
+  const Bounds* box = p.bounds.walled ? &p.bounds : nullptr;
   for (int it = 0; it < kPositionPasses; ++it) {
-    const std::uint64_t moved =
-        for_rounds(contacts.schedule, [&](std::uint32_t c) {
-          return apply_position(b, pairs[c], geo[c], kPositionCorrection, p.bounds.walled ? &p.bounds : nullptr) > 0.0;
-        });
+    const std::uint64_t moved = for_rounds(contacts.schedule, [&](std::uint32_t c) {
+      return apply_position(b, pairs[c], geo[c], kPositionCorrection, box) > 0.0;
+    });
     if (moved == 0) break;
   }
-  const Bounds box = p.bounds;
-  constexpr std::size_t kBodyBlock = 8192;
-  std::vector<double> part(block_count(b.size(), kBodyBlock), 0.0);
-  for_blocks(b.size(), kBodyBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
-    double m = 0.0;
-    for (std::size_t i = i0; i < i1; ++i) {
-      if (box.walled) {
-        b.x[i] = std::clamp(b.x[i], box.min.x + b.r[i], box.max.x - b.r[i]);
-        b.y[i] = std::clamp(b.y[i], box.min.y + b.r[i], box.max.y - b.r[i]);
-      }
-      const double dx = b.x[i] - xb[i], dy = b.y[i] - yb[i];
-      m = std::max(m, dx * dx + dy * dy);
-    }
-    part[blk] = m;
-  });
-  double m = 0.0;
-  for (double v : part) m = std::max(m, v);
-  return m;
 }
 
 std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::uint32_t substep, std::size_t cap,

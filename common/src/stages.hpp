@@ -67,8 +67,11 @@ inline constexpr std::uint32_t kWallMinX = 1, kWallMaxX = 2, kWallMinY = 4, kWal
 /// keeps every collision elastic.
 inline double resting_speed(Vec2 gravity, double dt) { return std::sqrt(dot(gravity, gravity)) * dt; }
 
-/// Velocity half: v <- v * damping + g h.
-void integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h);
+/// Velocity half of a substep: v <- v * damping + g h. Also returns the
+/// largest squared distance of any body from (xb, yb), the positions the pair
+/// list was built at (one pass over the bodies serves both).
+double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h, std::span<const double> xb,
+                            std::span<const double> yb);
 
 /// Discrete solver: x <- x + v h, then walls (clamp, reflect the normal
 /// velocity with restitution above `resting`), recording who touches a wall.
@@ -96,12 +99,9 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts
 std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
                                double resting, double h, std::size_t candidates);
 
-/// Discrete, after integrate_positions: one pass of the position correction
-/// over the substep's contacts (positions only), then the walls clamp again.
-/// Returns the largest squared distance of any body from (xb, yb), the
-/// positions the pair list was built at.
-double correct_positions(BodyStore& b, Contacts& contacts, const Params& p, std::span<const double> xb,
-                         std::span<const double> yb);
+/// Discrete, after integrate_positions: the position correction passes over
+/// the substep's contacts (positions only), walls holding what they clamp.
+void correct_positions(BodyStore& b, Contacts& contacts, const Params& p);
 
 /// Appends the collisions of one substep to `events` in contact order, up to
 /// `cap` in total. Returns how many did not fit.

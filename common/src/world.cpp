@@ -248,7 +248,7 @@ void WorldState::step() {
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
-    integrate_velocities(bodies, p.gravity, damping, h);
+    max_disp2 = integrate_velocities(bodies, p.gravity, damping, h, xb, yb);
     if (verlet) max_disp2 = predict_positions(bodies, h, px, py, xb, yb);
     st.seconds.integrate_velocities += seconds_since(t);
 
@@ -279,7 +279,7 @@ void WorldState::step() {
       finish_verlet(bodies, p, h, px, py);
     } else {
       integrate_positions(bodies, p, h, resting, walls);
-      max_disp2 = correct_positions(bodies, contacts, p, xb, yb);
+      correct_positions(bodies, contacts, p);
     }
     st.seconds.integrate_positions += seconds_since(t);
 
@@ -288,8 +288,8 @@ void WorldState::step() {
       st.events_dropped +=
           record_events(bodies, contacts, static_cast<std::uint32_t>(sub), p.max_events, events);
   }
-  // Verlet derives velocities after the last positional move; the displacement
-  // since the pair list was built is re-measured in the next predict.
+  // The displacement since the pair list was built is measured at the start
+  // of the next substep (integrate_velocities, or predict for Verlet).
 
   // 6. Stats: energy, momentum.
   auto t = Clock::now();
