@@ -177,10 +177,62 @@ TEST_F(Validation, NonFiniteSettersAreRejected) {
     expect_rejected([&] { return w().apply_impulse(2, {bad, 0.0}); }, StatusCode::kInvalidArgument,
                     {"impulse", value}, "apply_impulse " + value);
   }
-  // Finite, but the velocity it gives is not (body 2 has mass 2).
-  ASSERT_TRUE(w().set_velocity(2, {1.5e308, 0.0}).ok());
+  // Finite, but beyond the speed limit, directly or through an impulse.
+  expect_rejected([&] { return w().set_velocity(2, {1.5e308, 0.0}); }, StatusCode::kInvalidArgument,
+                  {"velocity", "1.5e+308"}, "set_velocity beyond kMaxSpeed");
   expect_rejected([&] { return w().apply_impulse(2, {1e308, 0.0}); }, StatusCode::kInvalidArgument,
                   {"impulse", "1e+308"}, "apply_impulse overflowing the velocity");
+  expect_rejected([&] { return w().set_position(2, {20.0, 1e300}); }, StatusCode::kInvalidArgument,
+                  {"position", "1e+300"}, "set_position beyond kMaxCoordinate");
+}
+
+// Finite values so large or so small that a step would overflow to inf or
+// divide by a subnormal are refused with the limit in the message (each of
+// these produced NaN positions before the limits existed).
+TEST_F(Validation, LimitsKeepEveryStepFinite) {
+  auto with = [](auto edit) {
+    BodyDesc d = body_at(30.0, 80.0);
+    edit(d);
+    return d;
+  };
+  expect_rejected([&] { return w().add_body(with([](BodyDesc& d) { d.radius = 1e-310; })); },
+                  StatusCode::kInvalidArgument, {"radius", "1e-310"}, "subnormal radius");
+  expect_rejected([&] { return w().add_body(with([](BodyDesc& d) { d.mass = 1e308; })); },
+                  StatusCode::kInvalidArgument, {"mass", "1e+308"}, "huge mass");
+  expect_rejected([&] { return w().add_body(with([](BodyDesc& d) { d.velocity = {0.0, -1e300}; })); },
+                  StatusCode::kInvalidArgument, {"velocity", "-1e+300"}, "huge velocity");
+
+  Params open;
+  open.bounds.walled = false;
+  World unbounded({.max_bodies = 8, .threads = 1}, open);
+  BodyDesc far = body_at(1e300, 0.0);
+  Status st = unbounded.add_body(far);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("position"), std::string::npos) << st.message();
+  BodyDesc huge = body_at(0.0, 0.0);
+  huge.radius = 1e308;
+  st = unbounded.add_body(huge);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("radius"), std::string::npos) << st.message();
+  EXPECT_EQ(unbounded.size(), 0u);
+
+  Params p = w().params();
+  p.dt = 1e-320;
+  expect_rejected([&] { return w().set_params(p); }, StatusCode::kInvalidArgument, {"dt"}, "subnormal dt");
+  p = w().params();
+  p.density = 1e308;
+  expect_rejected([&] { return w().set_params(p); }, StatusCode::kInvalidArgument, {"density", "1e+308"},
+                  "huge density");
+  // A density within its limit can still make density x area too heavy.
+  p.density = 1e29;
+  ASSERT_TRUE(w().set_params(p).ok());
+  expect_rejected([&] { return w().add_body(with([](BodyDesc& d) { d.radius = 10.0; d.mass = 0.0; })); },
+                  StatusCode::kInvalidArgument, {"mass", "density x area"}, "density x area too heavy");
+}
+
+TEST(WorldConfigLimits, MaxBodiesIsCapped) {
+  World w({.max_bodies = 0xFFFFFFFFu, .threads = 1}, Params{});
+  EXPECT_EQ(w.config().max_bodies, kMaxBodies);
 }
 
 TEST_F(Validation, UsedIdsAreNeverAcceptedAgain) {

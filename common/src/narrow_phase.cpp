@@ -2,18 +2,19 @@
 //
 // Reads:  positions and radii, the candidate pair list.
 // Writes: the contacts of this substep (pairs that overlap or touch now, with
-//         the unit normal from the lower id to the higher id), in candidate order.
+//         the unit normal from the lower id to the higher id and the
+//         radius-weighted contact point), in candidate order.
 //
-// Near counts: a resting pair must stay a contact or the support of a pile
-// breaks wherever the solver leaves a hair of gap, so pairs within 1% of the
-// smaller radius are (speculative) contacts too; the solver lets them close
-// the gap but not more. Pairs within a millionth of the sum of the radii
-// count as touching (the position correction leaves resting pairs at contact
-// distance, give or take rounding).
+// Touching counts: the position correction leaves resting pairs at contact
+// distance, give or take rounding, and a resting pair must stay a contact or
+// the support of a pile breaks there. So a pair whose gap is under a
+// millionth of the sum of the radii is a contact. (A wider, speculative
+// margin of 1% of the radius was tried: it did not lower the overlap of a
+// resting pile, 1.09% against 0.76%, and cost contacts.)
 //
 // Each block of the candidate list writes its own list; lists are joined in
-// block order, so the contact list is the same for any thread count. Coincident
-// centres get the normal (1, 0): a fixed choice.
+// block order, so the contact list is the same for any thread count.
+// Coincident centres get the normal (1, 0): a fixed choice.
 
 #include <algorithm>
 #include <cmath>
@@ -25,7 +26,6 @@
 namespace carom::detail {
 namespace {
 constexpr double kTouchingSlop = 1.0 + 1e-6;
-constexpr double kSpeculative = 0.0;
 }  // namespace
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts& out) {
   const std::size_t nb = candidates.blocks.size();
@@ -48,15 +48,13 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts
       const double dx = x[p.b] - x[p.a];
       const double dy = y[p.b] - y[p.a];
       const double reach = r[p.a] + r[p.b];
-      const double near = reach + kSpeculative * std::min(r[p.a], r[p.b]);
+      const double near = reach * kTouchingSlop;
       const double d2 = dx * dx + dy * dy;
       if (d2 >= near * near) continue;
       Contact ct;
       ct.state = kTouching;
-      ct.gap = std::sqrt(d2) - reach;
       ct.px = (r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach;
       ct.py = (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach;
-      ct.slop = (kTouchingSlop - 1.0) * reach;
       ct.candidate = first[blk] + static_cast<std::uint32_t>(k);
       if (d2 > 0.0) {
         const double d = std::sqrt(d2);
@@ -72,15 +70,11 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts
   });
   out.pairs.clear();
   out.geometry.clear();
-  std::uint64_t touching = 0;
   for (std::size_t blk = 0; blk < nb; ++blk) {
     out.pairs.insert(out.pairs.end(), out.block_pairs[blk].begin(), out.block_pairs[blk].end());
     out.geometry.insert(out.geometry.end(), out.block_geometry[blk].begin(), out.block_geometry[blk].end());
   }
-  for (std::size_t c = 0; c < out.pairs.size(); ++c) {
-    touching += out.geometry[c].gap <= out.geometry[c].slop;
-  }
-  return touching;
+  return out.pairs.size();
 }
 
 }  // namespace carom::detail

@@ -61,20 +61,13 @@ inline double normal_velocity(const BodyStore& b, Pair p, const Contact& ct) {
 
 // Start of the discrete passes, from the velocities before any contact acts
 // (so a neighbour's warm start cannot change what a pair is). Every contact
-// aims not to approach: a touching or overlapping pair for a relative normal
-// velocity of 0, a pair still apart (speculative) for closing its gap within
-// the substep and no more. A pair approaching faster than the resting speed
-// that touches, or will within the substep, is an impact: after the passes
-// its relative normal velocity is raised to -e times its approach
-// (restitution). Met a hair early rather than never: the position correction
-// leaves pairs at contact distance, and a rounding-sized gap must not hide
-// an impact.
-inline void classify(const BodyStore& b, Pair p, Contact& ct, double e, double resting, double inv_h) {
+// aims for a relative normal velocity >= 0. A pair approaching faster than the
+// resting speed is an impact: after the passes its relative normal velocity is
+// raised to -e times its approach (restitution).
+inline void classify(const BodyStore& b, Pair p, Contact& ct, double e, double resting) {
   const double un = normal_velocity(b, p, ct);
-  const double gap = ct.gap > ct.slop ? ct.gap : 0.0;
+  const bool impact = un < -resting;
   ct.accum = 0.0;
-  ct.target = -gap * inv_h;
-  const bool impact = un < -resting && un < ct.target;
   ct.state = impact ? kCollided : kTouching;
   ct.bounce = impact ? -e * un : 0.0;
 }
@@ -189,7 +182,7 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
   const auto& pairs = contacts.pairs;
   if (p.solver == Solver::kDiscrete) {
     for_blocks(geo.size(), kBlock, [&](std::size_t c0, std::size_t c1, std::size_t) {
-      for (std::size_t c = c0; c < c1; ++c) classify(b, pairs[c], geo[c], e, resting, 1.0 / h);
+      for (std::size_t c = c0; c < c1; ++c) classify(b, pairs[c], geo[c], e, resting);
     });
     if (!contacts.warm_used.empty()) {
       for_rounds(s, [&](std::uint32_t c) {
@@ -208,7 +201,7 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
         if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
       });
       const std::uint64_t changed = wall_hits.load() + for_rounds(s, [&](std::uint32_t c) {
-                                      return solve_velocity(b, pairs[c], geo[c], geo[c].target) ? 1u : 0u;
+                                      return solve_velocity(b, pairs[c], geo[c], 0.0) ? 1u : 0u;
                                     });
       if (changed == 0) break;
     }

@@ -22,11 +22,8 @@ struct Contact {
   double nx = 0, ny = 0;        // unit normal from a to b at detection
   double px = 0, py = 0;        // radius-weighted contact point at detection
   double impulse = 0;           // normal impulse on b this substep (N s); Verlet: implied by the push
-  double target = 0;            // discrete: least relative normal velocity allowed (m/s)
   double bounce = 0;            // discrete: relative normal velocity after an impact, -e u (m/s)
   double accum = 0;             // discrete: accumulated normal velocity change, >= 0 (m/s)
-  double gap = 0;               // distance between the surfaces at detection (< 0: overlap)
-  double slop = 0;              // gaps up to this count as touching (rounding of contact distance)
   std::uint32_t candidate = 0;  // index in the candidate pair list (warm starting)
   std::uint32_t state = 0;      // kTouching, or kCollided for an impact
 };
@@ -86,9 +83,8 @@ double predict_positions(BodyStore& b, double h, std::span<double> px, std::span
 void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const double> px,
                    std::span<const double> py);
 
-/// Narrow phase: the candidate pairs that overlap, touch, or are within the
-/// speculative margin now, with their normals and gaps. Returns how many
-/// touch or overlap.
+/// Narrow phase: the candidate pairs that overlap or touch now, with their
+/// normals and contact points. Returns how many.
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts& contacts);
 
 /// Orders the contacts by the minimum-ordering rule and applies them round by

@@ -73,6 +73,7 @@ Status invalid(const std::string& field, const std::string& rule, const std::str
 }
 
 bool finite(Vec2 v) { return std::isfinite(v.x) && std::isfinite(v.y); }
+bool within(Vec2 v, double limit) { return std::abs(v.x) <= limit && std::abs(v.y) <= limit; }
 std::string str(Vec2 v) {
   std::string out = "(";
   out.append(num(v.x)).append(", ").append(num(v.y)).append(")");
@@ -97,10 +98,17 @@ Status check_params(const Params& p) {
   if (p.iterations < 1 || p.iterations > 64)
     return invalid("iterations", "must be in [1, 64]", std::to_string(p.iterations));
   if (!(p.dt > 0.0 && p.dt <= 1.0)) return invalid("dt", "must be in (0, 1] seconds", num(p.dt));
+  if (p.dt < kMinDt) return invalid("dt", "must be >= " + num(kMinDt) + " seconds", num(p.dt));
+  if (!within(p.gravity, kMaxSpeed)) return invalid("gravity", "components must be within +-" + num(kMaxSpeed), str(p.gravity));
   if (!(p.density > 0.0 && std::isfinite(p.density))) return invalid("density", "must be finite and > 0", num(p.density));
+  if (p.density > kMaxMass) return invalid("density", "must be <= " + num(kMaxMass), num(p.density));
   if (p.bounds.walled) {
     if (!finite(p.bounds.min)) return invalid("bounds.min", "must be finite", str(p.bounds.min));
     if (!finite(p.bounds.max)) return invalid("bounds.max", "must be finite", str(p.bounds.max));
+    if (!within(p.bounds.min, kMaxCoordinate))
+      return invalid("bounds.min", "components must be within +-" + num(kMaxCoordinate), str(p.bounds.min));
+    if (!within(p.bounds.max, kMaxCoordinate))
+      return invalid("bounds.max", "components must be within +-" + num(kMaxCoordinate), str(p.bounds.max));
     if (!(p.bounds.max.x > p.bounds.min.x && p.bounds.max.y > p.bounds.min.y))
       return invalid("bounds", "max must exceed min on both axes", "min " + str(p.bounds.min) + " max " + str(p.bounds.max));
   }
@@ -137,7 +145,7 @@ struct WorldState {
   std::vector<CollisionEvent> events;
 
   WorldState(const WorldConfig& c, const Params& p)
-      : config(c),
+      : config(WorldConfig{std::min(c.max_bodies, kMaxBodies), c.threads}),
         params(check_params(p).ok() ? p : Params{}),
         arena(c.threads > 0 ? c.threads : tbb::info::default_concurrency()),
         threads(c.threads > 0 ? c.threads : tbb::info::default_concurrency()) {}
@@ -146,13 +154,19 @@ struct WorldState {
     return bodies.find(id) != kNotFound || std::binary_search(retired.begin(), retired.end(), id);
   }
 
-  // Any edit: storage indices and positions may have changed, so the pair
-  // list and the wall contacts (both index-based) are rebuilt.
-  void touched() {
-    edited = true;
+  // What an edit invalidates. Velocities alone: only the cached energy (the
+  // pair list stays exact, it depends on positions). A moved body: the pair
+  // list and the wall contacts; warm starts are kept, by id. Bodies added or
+  // removed: storage indices too, so warm starts are dropped.
+  void velocities_edited() { energy_dirty = true; }
+  void positions_edited() {
+    velocities_edited();
     pairs_dirty = true;
-    energy_dirty = true;
     walls.blocks.clear();
+  }
+  void bodies_edited() {
+    positions_edited();
+    edited = true;
   }
 
   Status check_body(const BodyDesc& d, const std::string& at) const {
@@ -161,8 +175,16 @@ struct WorldState {
     if (!(std::isfinite(d.radius) && d.radius > 0.0)) return invalid(at + "radius", "must be finite and > 0", num(d.radius));
     if (!(std::isfinite(d.mass) && d.mass >= 0.0))
       return invalid(at + "mass", "must be finite and > 0 (or 0 for density x area)", num(d.mass));
-    if (d.mass == 0.0 && !(params.density * std::numbers::pi * d.radius * d.radius > 0.0))
-      return invalid(at + "mass", "density x area underflows to 0 for radius", num(d.radius));
+    if (!within(d.position, kMaxCoordinate))
+      return invalid(at + "position", "components must be within +-" + num(kMaxCoordinate), str(d.position));
+    if (!within(d.velocity, kMaxSpeed))
+      return invalid(at + "velocity", "components must be within +-" + num(kMaxSpeed), str(d.velocity));
+    if (d.radius < kMinRadius || d.radius > kMaxRadius)
+      return invalid(at + "radius", "must be in [" + num(kMinRadius) + ", " + num(kMaxRadius) + "]", num(d.radius));
+    if (const double m = mass_of(d); !(m >= kMinMass && m <= kMaxMass))
+      return invalid(at + "mass", std::string(d.mass == 0.0 ? "density x area " : "") + "must be in [" + num(kMinMass) +
+                                      ", " + num(kMaxMass) + "] kg",
+                     num(m));
     if (!inside(params.bounds, d.position.x, d.position.y, d.radius))
       return {StatusCode::kOutOfRange, at + "position: body of radius " + num(d.radius) + " at " + str(d.position) +
                                            " is not inside the box " + str(params.bounds.min) + " - " +
@@ -321,8 +343,10 @@ Status World::set_params(const Params& p) {
                                              detail::str(p.bounds.max)};
     }
   }
+  if (p.bounds.walled != s_->params.bounds.walled || p.bounds.min != s_->params.bounds.min ||
+      p.bounds.max != s_->params.bounds.max)
+    s_->walls.blocks.clear();
   s_->params = p;
-  s_->touched();
   return {};
 }
 
@@ -391,7 +415,7 @@ Status World::add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* i
     });
   }
   s.next_id = next;
-  s.touched();
+  s.bodies_edited();
   if (ids_out) *ids_out = std::move(ids);
   return {};
 }
@@ -422,7 +446,7 @@ Status World::remove_bodies(std::span<const BodyId> ids) {
   removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
   auto mid = s.retired.insert(s.retired.end(), removed.begin(), removed.end());
   std::inplace_merge(s.retired.begin(), mid, s.retired.end());
-  s.touched();
+  s.bodies_edited();
   return {};
 }
 
@@ -437,12 +461,14 @@ Status World::set_position(BodyId id, Vec2 pos) {
   const std::size_t i = s.bodies.find(id);
   if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
   if (!detail::finite(pos)) return detail::invalid("position", "must be finite", detail::str(pos));
+  if (!detail::within(pos, kMaxCoordinate))
+    return detail::invalid("position", "components must be within +-" + detail::num(kMaxCoordinate), detail::str(pos));
   if (!detail::inside(s.params.bounds, pos.x, pos.y, s.bodies.r[i]))
     return {StatusCode::kOutOfRange, "position: " + detail::str(pos) + " puts body " + std::to_string(id) +
                                          " outside the box"};
   s.bodies.x[i] = pos.x;
   s.bodies.y[i] = pos.y;
-  s.touched();
+  s.positions_edited();
   return {};
 }
 
@@ -451,9 +477,11 @@ Status World::set_velocity(BodyId id, Vec2 vel) {
   const std::size_t i = s.bodies.find(id);
   if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
   if (!detail::finite(vel)) return detail::invalid("velocity", "must be finite", detail::str(vel));
+  if (!detail::within(vel, kMaxSpeed))
+    return detail::invalid("velocity", "components must be within +-" + detail::num(kMaxSpeed), detail::str(vel));
   s.bodies.vx[i] = vel.x;
   s.bodies.vy[i] = vel.y;
-  s.touched();
+  s.velocities_edited();
   return {};
 }
 
@@ -463,10 +491,13 @@ Status World::apply_impulse(BodyId id, Vec2 impulse) {
   if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
   if (!detail::finite(impulse)) return detail::invalid("impulse", "must be finite", detail::str(impulse));
   const Vec2 v{s.bodies.vx[i] + impulse.x / s.bodies.m[i], s.bodies.vy[i] + impulse.y / s.bodies.m[i]};
-  if (!detail::finite(v)) return detail::invalid("impulse", "makes the velocity non-finite", detail::str(impulse));
+  if (!detail::finite(v) || !detail::within(v, kMaxSpeed))
+    return detail::invalid("impulse", "would make the velocity " + detail::str(v) + ", beyond +-" +
+                                          detail::num(kMaxSpeed) + " m/s;",
+                           detail::str(impulse));
   s.bodies.vx[i] = v.x;
   s.bodies.vy[i] = v.y;
-  s.touched();
+  s.velocities_edited();
   return {};
 }
 

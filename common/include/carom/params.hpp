@@ -8,6 +8,17 @@
 
 namespace carom {
 
+/// Engineering limits, checked on every input, that keep every sum, product
+/// and square in a step finite (no overflow to inf, no subnormal cell sizes).
+inline constexpr double kMaxCoordinate = 1e9;  ///< |position| and |bounds| components, m
+inline constexpr double kMaxSpeed = 1e9;       ///< |velocity| components, m/s
+inline constexpr double kMinRadius = 1e-6;     ///< m
+inline constexpr double kMaxRadius = 1e6;      ///< m
+inline constexpr double kMinMass = 1e-30;      ///< kg (also for density x area)
+inline constexpr double kMaxMass = 1e30;       ///< kg
+inline constexpr double kMinDt = 1e-6;         ///< s
+inline constexpr std::uint32_t kMaxBodies = 1u << 28;  ///< cap on WorldConfig::max_bodies
+
 /// Which solver steps the world.
 enum class Solver : std::uint8_t {
   kDiscrete = 0,  ///< a posteriori: impulses on overlapping, approaching pairs + position correction
@@ -49,7 +60,9 @@ struct Params {
 
 /// Fixed at construction.
 struct WorldConfig {
-  std::uint32_t max_bodies = 1u << 24;  ///< add beyond this fails with kResourceExhausted
+  /// Add beyond this fails with kResourceExhausted. Values above kMaxBodies
+  /// are lowered to it.
+  std::uint32_t max_bodies = 1u << 24;
   int threads = 0;                      ///< worker threads; 0 = all hardware threads
 };
 
