@@ -82,8 +82,8 @@ TEST_P(Pile, SettlesInsideTheBoxWithoutOverlap) {
 
 INSTANTIATE_TEST_SUITE_P(BothSolvers, Pile,
                          // The fewest substeps that hold this 52-row pile under 1%:
-                         // Verlet with 8 position passes needs 32 (0.22%); the discrete
-                         // solver with 4 velocity passes needs 64 (0.76%; 48 gives 1.4%,
+                         // Verlet with 8 position passes needs 32 (0.30%); the discrete
+                         // solver with 4 velocity passes needs 64 (0.71%; 48 gives 1.4%,
                          // 16 gives 5%), since each substep's leftover sink is only
                          // half corrected.
                          testing::Values(PileCase{Solver::kDiscrete, 64, 4}, PileCase{Solver::kVerlet, 32, 8}),

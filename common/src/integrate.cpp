@@ -46,13 +46,16 @@ inline std::uint32_t wall_axis(double& x, double& v, double r, double lo, double
 double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std::span<const double> xb,
                             std::span<const double> yb) {
   const double gx = g.x * h, gy = g.y * h;
+  const bool measure = !xb.empty();
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
     double m = 0.0;
     for (std::size_t i = i0; i < i1; ++i) {
       b.vx[i] = b.vx[i] * damping + gx;
       b.vy[i] = b.vy[i] * damping + gy;
-      const double dx = b.x[i] - xb[i], dy = b.y[i] - yb[i];
-      m = std::max(m, dx * dx + dy * dy);
+      if (measure) {
+        const double dx = b.x[i] - xb[i], dy = b.y[i] - yb[i];
+        m = std::max(m, dx * dx + dy * dy);
+      }
     }
     return m;
   });

@@ -20,9 +20,10 @@
 // starting), which is what lets a tall pile carry its weight: without it,
 // support climbs one contact per pass and the pile "falls" in place while the
 // position correction hides it. Passes repeat up to Params::iterations until
-// nothing changes, the accumulated change kept >= 0. Then one pass removes the
-// overlap left along each normal by moving a by fb and b by fa of it:
-// positions only, no kinetic energy added.
+// nothing changes, the accumulated change kept >= 0, and restitution is
+// applied once to the impacts. After integrate_positions, correct_positions
+// runs three passes that each remove half the overlap left along each normal,
+// moving a by fb and b by fa of it: positions only, no kinetic energy added.
 // Verlet: the same position correction, Params::iterations passes;
 // velocities follow from the motion.
 
@@ -98,12 +99,13 @@ inline bool solve_velocity(BodyStore& b, Pair p, Contact& ct, double target) {
   return true;
 }
 
-// Removes the overlap left along the normal; returns the correction (m).
 inline void clamp_body(BodyStore& b, std::uint32_t i, const Bounds& box) {
   b.x[i] = std::clamp(b.x[i], box.min.x + b.r[i], box.max.x - b.r[i]);
   b.y[i] = std::clamp(b.y[i], box.min.y + b.r[i], box.max.y - b.r[i]);
 }
 
+// Removes `beta` of the overlap left along the normal; returns the correction
+// (m). With a box, a wall holds a body it clamps and the other body moves.
 inline double apply_position(BodyStore& b, Pair p, const Contact& ct, double beta = 1.0, const Bounds* box = nullptr) {
   const std::uint32_t i = p.a, j = p.b;
   const double nx = ct.nx, ny = ct.ny;
@@ -135,8 +137,6 @@ inline double apply_position(BodyStore& b, Pair p, const Contact& ct, double bet
   return -sep;
 }
 
-// A wall is an infinitely heavy partner: the normal velocity into it reverses
-// with restitution (none below the resting speed).
 // A wall is an infinitely heavy partner: the velocity into it is removed.
 // (Its bounce, with restitution, happened when integrate_positions clamped.)
 inline bool apply_walls(BodyStore& b, std::uint32_t entry) {

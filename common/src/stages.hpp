@@ -66,7 +66,8 @@ inline double resting_speed(Vec2 gravity, double dt) { return std::sqrt(dot(grav
 
 /// Velocity half of a substep: v <- v * damping + g h. Also returns the
 /// largest squared distance of any body from (xb, yb), the positions the pair
-/// list was built at (one pass over the bodies serves both).
+/// list was built at (one pass over the bodies serves both); 0 when xb is
+/// empty (Verlet measures after its predict instead).
 double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h, std::span<const double> xb,
                             std::span<const double> yb);
 

@@ -270,8 +270,12 @@ void WorldState::step() {
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
-    max_disp2 = integrate_velocities(bodies, p.gravity, damping, h, xb, yb);
-    if (verlet) max_disp2 = predict_positions(bodies, h, px, py, xb, yb);
+    if (verlet) {
+      integrate_velocities(bodies, p.gravity, damping, h, {}, {});
+      max_disp2 = predict_positions(bodies, h, px, py, xb, yb);
+    } else {
+      max_disp2 = integrate_velocities(bodies, p.gravity, damping, h, xb, yb);
+    }
     st.seconds.integrate_velocities += seconds_since(t);
 
     // 2. Broad phase: spatial hash buckets -> candidate pairs.
