@@ -82,7 +82,7 @@ TEST_P(Pile, SettlesInsideTheBoxWithoutOverlap) {
 
 INSTANTIATE_TEST_SUITE_P(BothSolvers, Pile,
                          // The fewest substeps that hold this 52-row pile under 1%:
-                         // Verlet with 8 position passes needs 32 (0.30%); the discrete
+                         // Verlet with 8 position passes needs 32 (0.22%); the discrete
                          // solver with 4 velocity passes needs 64 (0.71%; 48 gives 1.4%,
                          // 16 gives 5%), since each substep's leftover sink is only
                          // half corrected.

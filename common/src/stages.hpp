@@ -84,9 +84,10 @@ double predict_positions(BodyStore& b, double h, std::span<double> px, std::span
 void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const double> px,
                    std::span<const double> py);
 
-/// Narrow phase: the candidate pairs that overlap or touch now, with their
-/// normals and contact points. Returns how many.
-std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts& contacts);
+/// Narrow phase: the candidate pairs that overlap now (and, with
+/// `touching_counts`, those that touch), with their normals and contact
+/// points. Returns how many.
+std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts& contacts, bool touching_counts);
 
 /// Orders the contacts by the minimum-ordering rule and applies them round by
 /// round. Discrete: up to `iterations` velocity passes (normal impulse with

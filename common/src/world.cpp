@@ -290,7 +290,7 @@ void WorldState::step() {
 
     // 3. Narrow phase: which candidate pairs touch (or nearly) now.
     t = Clock::now();
-    st.contacts += collide(bodies, pairs, contacts);
+    st.contacts += collide(bodies, pairs, contacts, !verlet);
     st.seconds.collide += seconds_since(t);
 
     // 4. Resolve: the minimum-ordering rule, rounds of disjoint contacts.
