@@ -143,8 +143,8 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
     }
     block_levels[blk] = lv;
   });
-  bp.levels = 0;
-  for (auto lv : block_levels) bp.levels |= lv;
+  std::uint32_t levels = 0;  // bit k set when level k holds a body
+  for (auto lv : block_levels) levels |= lv;
 
   // 2. Exclusive scan: bucket_end[h] becomes the start of bucket h. Two
   //    passes over fixed blocks (block sums, then offsets); integer sums, so
@@ -203,7 +203,6 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
 
   // 5. Pair search over fixed blocks of sorted positions.
   out.blocks.resize(nb);
-  const std::uint32_t levels = bp.levels;
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];
     local.clear();

@@ -39,7 +39,6 @@ struct BroadPhase {
   std::vector<std::uint32_t> sorted;      // sorted position -> storage index
   std::vector<double> sx, sy, se;         // sorted copies of x, y, extent
   std::vector<std::uint64_t> skey;        // sorted cell keys (level, cx, cy)
-  std::uint32_t levels = 0;  // bit k set when level k holds a body
 };
 
 /// All pairs i < j whose extents r_i + margin and r_j + margin overlap

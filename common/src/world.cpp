@@ -121,7 +121,6 @@ struct WorldState {
   WorldConfig config;
   Params params;
   tbb::task_arena arena;
-  int threads = 1;
 
   BodyStore bodies;
   BodyId next_id = 1;
@@ -147,8 +146,7 @@ struct WorldState {
   WorldState(const WorldConfig& c, const Params& p)
       : config(WorldConfig{std::min(c.max_bodies, kMaxBodies), c.threads}),
         params(check_params(p).ok() ? p : Params{}),
-        arena(c.threads > 0 ? c.threads : tbb::info::default_concurrency()),
-        threads(c.threads > 0 ? c.threads : tbb::info::default_concurrency()) {}
+        arena(c.threads > 0 ? c.threads : tbb::info::default_concurrency()) {}
 
   bool id_used(BodyId id) const {
     return bodies.find(id) != kNotFound || std::binary_search(retired.begin(), retired.end(), id);
@@ -262,9 +260,10 @@ void WorldState::step() {
     py.resize(bodies.size());
   }
   if (xb.size() != bodies.size()) {
-    // Bodies were added or removed: the pair list is rebuilt below anyway.
-    xb = bodies.x;
-    yb = bodies.y;
+    // Bodies were added or removed: the pair list is rebuilt below anyway and
+    // refills xb, yb; until then only their size matters.
+    xb.resize(bodies.size());
+    yb.resize(bodies.size());
     pairs_dirty = true;
   }
   for (int sub = 0; sub < p.substeps; ++sub) {
@@ -516,7 +515,7 @@ Status World::body(BodyId id, BodyState* out) const {
 bool World::contains(BodyId id) const { return s_->bodies.find(id) != detail::kNotFound; }
 std::size_t World::size() const { return s_->bodies.size(); }
 BodyId World::next_id() const { return s_->next_id; }
-int World::threads() const { return s_->threads; }
+int World::threads() const { return s_->arena.max_concurrency(); }
 
 BodiesView World::bodies() const {
   const auto& b = s_->bodies;
