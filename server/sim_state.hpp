@@ -1,0 +1,109 @@
+#pragma once
+/// \file SimState: the authoritative world plus what the tick loop keeps beside
+/// it (tick counter, paused flag, tick rate, the reset point, a running
+/// scenario script), and the one function that applies a protocol Command.
+///
+/// Threading: only the simulation thread touches a SimState. Network threads
+/// never see it; they hand commands to the loop's queue.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "carom/proto/text.hpp"
+#include "carom/v1/protocol.pb.h"
+#include "carom/world.hpp"
+
+namespace carom::server {
+
+/// Fixed at start-up.
+struct SimOptions {
+  WorldConfig config;             ///< max_bodies, threads
+  double tick_hz = 60.0;          ///< initial tick rate (a scenario or set-params may change it)
+  std::string scenario_dir;       ///< where LoadScenario{name} looks for NAME.txtpb ("" = nowhere)
+};
+
+/// Largest Step.count accepted.
+inline constexpr std::uint64_t kMaxStepCount = 100000;
+/// Tick rate limits (Hz).
+inline constexpr double kMinTickHz = 1.0, kMaxTickHz = 1000.0;
+
+class SimState {
+ public:
+  explicit SimState(const SimOptions& options);
+
+  /// Replaces the world with a scenario (parameters: defaults overridden by
+  /// the scenario's; bodies; generators), makes it the reset point and starts
+  /// its script at the current tick. On error the world is unchanged and the
+  /// Status message names the field ("bodies[3].radius: must be > 0, got -1";
+  /// with `locations`, prefixed by "FILE:LINE: ").
+  Status load_scenario(const v1::Scenario& scenario, const std::string& filename = {},
+                       const proto::TextLocations* locations = nullptr);
+
+  /// Replaces the world with a saved one (bit-exact: same state hash, and the
+  /// same trajectory afterwards). Becomes the reset point.
+  Status load_saved(const v1::SavedWorld& saved);
+  /// The complete state (bodies, parameters incl. tick_hz, tick, paused, ids,
+  /// solver state, hash).
+  void save(v1::SavedWorld* out) const;
+
+  /// Applies one command at the current tick boundary and fills *result
+  /// (request_id, code, message naming the field, payload, and tick = the
+  /// tick whose snapshot first shows the effect: tick() + 1 while running,
+  /// tick() while paused, when the loop re-sends that tick's snapshot). Returns false only for an
+  /// accepted Step: its result is completed by step() when the last of its
+  /// ticks is done (see take_finished_step).
+  bool apply(const v1::Command& command, v1::CommandResult* result);
+
+  /// Sends the script commands that are due at this tick (results dropped,
+  /// errors counted in script_errors()).
+  void run_script();
+
+  /// True when the loop should step now: running, or paused with steps pending.
+  bool should_step() const;
+  /// One tick: World::step, tick + 1, pending step count - 1.
+  void step();
+  /// After step(): the result of a Step command whose last tick just ran.
+  std::optional<v1::CommandResult> take_finished_step();
+
+  /// True (once) when the world or the paused flag changed other than by
+  /// step() since the last call: while paused the loop then re-sends a
+  /// snapshot of the same tick so viewers see the edit.
+  bool take_edited();
+
+  /// Stats message fields that SimState knows (bodies, contacts, collisions,
+  /// energy, momentum, step seconds, paused, tick, tick_hz).
+  void fill_stats(v1::Stats* out) const;
+  /// Full parameters incl. tick_hz.
+  void fill_params(v1::WorldParams* out) const;
+
+  const World& world() const { return world_; }
+  std::uint64_t tick() const { return tick_; }
+  bool paused() const { return paused_; }
+  double tick_hz() const { return tick_hz_; }
+  std::uint64_t script_errors() const { return script_errors_; }
+
+ private:
+  SimOptions options_;
+  World world_;
+  std::uint64_t tick_ = 0;
+  bool paused_ = false;
+  double tick_hz_ = 60.0;
+  v1::SavedWorld reset_point_;
+  // Running script: commands of the last loaded scenario, relative to script_start_.
+  std::vector<v1::TimedCommand> script_;
+  std::size_t script_next_ = 0;
+  std::uint64_t script_start_ = 0;
+  std::uint64_t script_errors_ = 0;
+  bool edited_ = true;
+  // Step command in progress.
+  std::uint64_t pending_steps_ = 0;
+  std::optional<v1::CommandResult> step_result_;
+  bool step_finished_ = false;
+};
+
+/// carom::StatusCode -> protocol ErrorCode (same meanings).
+v1::ErrorCode to_error_code(StatusCode code);
+
+}  // namespace carom::server
