@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "carom/world.hpp"
+#include "bench/net.hpp"
 #include "bench/scenes.hpp"
 
 namespace {
@@ -132,8 +133,20 @@ int main(int argc, char** argv) {
   app.add_option("--seed", spec.seed, "random seed of the scene")->capture_default_str();
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--live", live, "step in real time and draw the world in the terminal");
-  app.add_option("--seconds", seconds, "with --live: stop after this many seconds (0 = until Ctrl-C)");
+  app.add_option("--seconds", seconds, "with --live: stop after this many seconds (0 = until Ctrl-C); with --net: seconds per phase");
+  bool net = false;
+  carom::bench::NetBenchOptions net_options;
+  app.add_flag("--net", net, "run the server with --viewers viewers on loopback: tick times and snapshot latency");
+  app.add_option("--viewers", net_options.viewers, "with --net: viewers")->capture_default_str()->check(CLI::Range(0, 1000));
+  app.add_option("--tick-hz", net_options.tick_hz, "with --net: server tick rate")->capture_default_str()->check(CLI::Range(1.0, 1000.0));
   CLI11_PARSE(app, argc, argv);
+  if (net) {
+    net_options.scene = spec;
+    net_options.threads = threads;
+    net_options.json = json;
+    net_options.seconds = seconds > 0 ? seconds : 60.0;
+    return carom::bench::run_net_bench(net_options);
+  }
 
   carom::bench::Scene scene;
   if (auto st = carom::bench::build_scene(spec, &scene); !st.ok()) {

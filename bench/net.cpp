@@ -1,0 +1,213 @@
+// carom-bench --net. Phase 1: the world ticks with only a controller
+// connected; phase 2: the same with N viewers, each on its own thread, every
+// snapshot's latency measured as (arrival on CLOCK_MONOTONIC) - server_time_ns
+// (same machine, same clock). The server reports its own tick-time
+// percentiles and late ticks through GetStats.
+
+#include "bench/net.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "carom/client/connection.hpp"
+#include "server.hpp"
+
+namespace carom::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double percentile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+}
+
+bool call(client::Connection& c, v1::Command command, v1::CommandResult* r) {
+  if (!c.call(std::move(command), r)) {
+    std::cerr << "carom-bench --net: " << c.error() << "\n";
+    return false;
+  }
+  if (r->code() != v1::OK) {
+    std::cerr << "carom-bench --net: " << client::code_name(r->code()) << ": " << r->message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+bool load_scene(client::Connection& ctl, const Scene& scene) {
+  v1::CommandResult r;
+  v1::Command params;
+  v1::WorldParams& p = *params.mutable_set_params()->mutable_params();
+  p.mutable_bounds()->set_walled(scene.params.bounds.walled);
+  p.mutable_bounds()->mutable_min()->set_x(scene.params.bounds.min.x);
+  p.mutable_bounds()->mutable_min()->set_y(scene.params.bounds.min.y);
+  p.mutable_bounds()->mutable_max()->set_x(scene.params.bounds.max.x);
+  p.mutable_bounds()->mutable_max()->set_y(scene.params.bounds.max.y);
+  p.mutable_gravity()->set_x(scene.params.gravity.x);
+  p.mutable_gravity()->set_y(scene.params.gravity.y);
+  p.set_restitution(scene.params.restitution);
+  p.set_linear_damping(scene.params.linear_damping);
+  p.set_solver(scene.params.solver == Solver::kVerlet ? v1::SOLVER_VERLET : v1::SOLVER_DISCRETE);
+  p.set_substeps(static_cast<std::uint32_t>(scene.params.substeps));
+  p.set_iterations(static_cast<std::uint32_t>(scene.params.iterations));
+  if (!call(ctl, params, &r)) return false;
+  // Spawn in chunks that stay under the 1 MiB client frame limit.
+  for (std::size_t at = 0; at < scene.bodies.size(); at += 8192) {
+    v1::Command spawn;
+    for (std::size_t i = at; i < std::min(scene.bodies.size(), at + 8192); ++i) {
+      const BodyDesc& d = scene.bodies[i];
+      v1::Body& b = *spawn.mutable_spawn()->add_bodies();
+      b.mutable_position()->set_x(d.position.x);
+      b.mutable_position()->set_y(d.position.y);
+      b.mutable_velocity()->set_x(d.velocity.x);
+      b.mutable_velocity()->set_y(d.velocity.y);
+      b.set_radius(d.radius);
+      b.set_mass(d.mass);
+    }
+    if (!call(ctl, spawn, &r)) return false;
+  }
+  return true;
+}
+
+struct Phase {
+  v1::Stats stats;
+  std::vector<double> latency_ms;
+  std::uint64_t snapshots = 0;
+  std::uint64_t bytes = 0;
+};
+
+bool measure(client::Connection& ctl, double seconds, Phase* out) {
+  v1::CommandResult r;
+  v1::Command reset;
+  reset.mutable_get_stats()->set_reset_timing(true);
+  if (!call(ctl, reset, &r)) return false;
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  v1::Command get;
+  get.mutable_get_stats();
+  if (!call(ctl, get, &r)) return false;
+  out->stats = r.stats();
+  return true;
+}
+
+}  // namespace
+
+int run_net_bench(const NetBenchOptions& o) {
+  Scene scene;
+  if (Status s = build_scene(o.scene, &scene); !s.ok()) {
+    std::cerr << "carom-bench: " << s.message() << "\n";
+    return 2;
+  }
+  server::ServerOptions so;
+  so.port = 0;
+  so.tick_hz = o.tick_hz;
+  so.threads = o.threads;
+  so.max_clients = static_cast<std::uint32_t>(o.viewers + 8);
+  server::Server server(so);
+  if (Status s = server.start(); !s.ok()) {
+    std::cerr << "carom-bench: " << s.message() << "\n";
+    return 2;
+  }
+  const client::Address address{"127.0.0.1", server.port()};
+  client::Connection ctl;
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_CONTROLLER);
+  hello.set_client_name("carom-bench");
+  if (!ctl.connect(address, hello)) {
+    std::cerr << "carom-bench: " << ctl.error() << "\n";
+    return 2;
+  }
+  if (!load_scene(ctl, scene)) return 2;
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // let the pair lists settle
+
+  Phase alone, watched;
+  if (!measure(ctl, o.seconds, &alone)) return 2;
+
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  std::atomic<int> failed{0};
+  for (int i = 0; i < o.viewers; ++i) {
+    threads.emplace_back([&, i] {
+      client::Connection v;
+      v1::Hello h;
+      h.set_role(v1::ROLE_VIEWER);
+      h.set_client_name("bench-viewer-" + std::to_string(i));
+      if (!v.connect(address, h)) {
+        ++failed;
+        ++ready;
+        return;
+      }
+      ++ready;
+      std::vector<double> lat;
+      lat.reserve(static_cast<std::size_t>(o.seconds * o.tick_hz * 1.2));
+      std::uint64_t count = 0;
+      v1::ServerMessage m;
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (!v.receive(&m, 0.5)) continue;
+        if (!m.has_snapshot()) continue;
+        const std::int64_t now = client::monotonic_ns();
+        lat.push_back(static_cast<double>(now - m.snapshot().server_time_ns()) * 1e-6);
+        ++count;
+      }
+      std::lock_guard lock(mutex);
+      watched.latency_ms.insert(watched.latency_ms.end(), lat.begin(), lat.end());
+      watched.snapshots += count;
+      watched.bytes += v.bytes_received();
+    });
+  }
+  while (ready.load() < o.viewers) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  {
+    std::lock_guard lock(mutex);  // nothing yet: the viewers merge at the end
+  }
+  const bool ok = measure(ctl, o.seconds, &watched);
+  stop = true;
+  for (auto& t : threads) t.join();
+  server.stop("benchmark over");
+  if (!ok) return 2;
+
+  const double p99_alone = alone.stats.tick_p99_seconds() * 1e3, p99_watched = watched.stats.tick_p99_seconds() * 1e3;
+  std::vector<double>& lat = watched.latency_ms;
+  const double lat_p50 = percentile(lat, 0.5), lat_p99 = percentile(lat, 0.99), lat_max = lat.empty() ? 0 : lat.back();
+  nlohmann::ordered_json j;
+  j["scene"] = o.scene.name;
+  j["bodies"] = scene.bodies.size();
+  j["viewers"] = o.viewers;
+  j["viewers_failed"] = failed.load();
+  j["tick_hz"] = o.tick_hz;
+  j["seconds_per_phase"] = o.seconds;
+  j["tick_p50_ms_no_viewers"] = alone.stats.tick_p50_seconds() * 1e3;
+  j["tick_p99_ms_no_viewers"] = p99_alone;
+  j["tick_p50_ms_viewers"] = watched.stats.tick_p50_seconds() * 1e3;
+  j["tick_p99_ms_viewers"] = p99_watched;
+  j["tick_p99_ratio"] = p99_alone > 0 ? p99_watched / p99_alone : 0.0;
+  j["late_ticks_no_viewers"] = alone.stats.late_ticks();
+  j["late_ticks_viewers"] = watched.stats.late_ticks();
+  j["ticks_measured"] = watched.stats.ticks_measured();
+  j["snapshots_received"] = watched.snapshots;
+  j["snapshots_expected"] = static_cast<double>(watched.stats.ticks_measured()) * o.viewers;
+  j["snapshots_skipped"] = watched.stats.snapshots_skipped();
+  j["latency_p50_ms"] = lat_p50;
+  j["latency_p99_ms"] = lat_p99;
+  j["latency_max_ms"] = lat_max;
+  j["received_mb_per_s"] = static_cast<double>(watched.bytes) / 1e6 / o.seconds;
+  if (o.json) {
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << j.dump(2) << "\n";
+  }
+  return failed.load() == 0 ? 0 : 1;
+}
+
+}  // namespace carom::bench

@@ -1,0 +1,79 @@
+#pragma once
+/// \file A blocking connection to carom-server: connect, Hello/Welcome,
+/// send commands, read server messages with timeouts. Used by carom-ctl,
+/// carom-view, carom-bench --net and the tests.
+///
+/// Threading: one Connection is used by one thread at a time.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "carom/proto/framing.hpp"
+#include "carom/v1/protocol.pb.h"
+
+namespace carom::client {
+
+/// "host:port" (or "[v6]:port", or just "host" for the default port 7878).
+struct Address {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 7878;
+};
+/// Parses an address; false (and *error) if it is not one.
+bool parse_address(std::string_view text, Address* out, std::string* error);
+
+/// Nanoseconds of CLOCK_MONOTONIC, the clock of Snapshot.server_time_ns.
+std::int64_t monotonic_ns();
+
+class Connection {
+ public:
+  Connection();
+  ~Connection();
+  Connection(Connection&&) noexcept;
+  Connection& operator=(Connection&&) noexcept;
+
+  /// Connects, sends `hello` (protocol_version filled in when 0) and waits
+  /// for the Welcome. False on any failure, with the reason in error()
+  /// (including the server's own Error message).
+  bool connect(const Address& address, v1::Hello hello, double timeout_s = 5.0);
+  const v1::Welcome& welcome() const { return welcome_; }
+  /// Opens the TCP connection only, without a Hello (raw protocol use, tests).
+  bool open(const Address& address);
+  /// The socket, for socket options. -1 when closed.
+  int native_handle();
+  bool connected() const;
+
+  /// Sends one framed message. False (error()) if the connection is gone.
+  bool send(const v1::ClientMessage& message);
+  /// Sends raw bytes as they are (tests use it for bad frames).
+  bool send_raw(std::string_view bytes);
+  /// Next server message, waiting at most timeout_s. False on timeout
+  /// (error() says "timed out"), closed connection or unreadable frame.
+  bool receive(v1::ServerMessage* out, double timeout_s);
+  /// Sends a command with a fresh request id (unless one is set) and waits
+  /// for its CommandResult, skipping snapshots. Returns true when a result
+  /// arrived (check result->code()); false on transport errors or an Error.
+  bool call(v1::Command command, v1::CommandResult* result, double timeout_s = 30.0);
+
+  /// Closes the socket (no Goodbye: clients just leave).
+  void close();
+  /// Why the last call failed.
+  const std::string& error() const { return error_; }
+  /// Bytes received so far (frames and prefixes).
+  std::uint64_t bytes_received() const { return bytes_received_; }
+
+ private:
+  bool fail(std::string why);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  v1::Welcome welcome_;
+  std::string error_;
+  std::uint64_t next_request_ = 1;
+  std::uint64_t bytes_received_ = 0;
+};
+
+/// Human-readable name of an error code ("INVALID_ARGUMENT").
+std::string code_name(v1::ErrorCode code);
+
+}  // namespace carom::client

@@ -1,0 +1,211 @@
+// Blocking client connection. Sockets are Asio's (name resolution, connect);
+// timeouts come from poll() on the native handle, since blocking Asio calls
+// have none.
+
+#include "carom/client/connection.hpp"
+
+#include <poll.h>
+#include <time.h>
+
+#include <array>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <charconv>
+
+namespace carom::client {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+bool parse_address(std::string_view text, Address* out, std::string* error) {
+  Address a;
+  std::string_view host = text, port;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) {
+      *error = "address '" + std::string(text) + "': missing ']'";
+      return false;
+    }
+    host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') {
+        *error = "address '" + std::string(text) + "': expected ':' after ']'";
+        return false;
+      }
+      port = text.substr(close + 2);
+    }
+  } else if (const auto colon = text.rfind(':'); colon != std::string_view::npos) {
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (!host.empty()) a.host = std::string(host);
+  if (!port.empty() || text.ends_with(":")) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc{} || end != port.data() + port.size() || value == 0 || value > 65535) {
+      *error = "address '" + std::string(text) + "': port must be 1..65535";
+      return false;
+    }
+    a.port = static_cast<std::uint16_t>(value);
+  }
+  *out = a;
+  return true;
+}
+
+std::int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string code_name(v1::ErrorCode code) { return v1::ErrorCode_Name(code); }
+
+struct Connection::Impl {
+  asio::io_context io;
+  tcp::socket socket{io};
+  proto::FrameDecoder decoder{proto::kDefaultMaxServerFrame};
+  std::array<char, 1 << 16> buffer{};
+};
+
+Connection::Connection() : impl_(std::make_unique<Impl>()) {}
+Connection::~Connection() = default;
+Connection::Connection(Connection&&) noexcept = default;
+Connection& Connection::operator=(Connection&&) noexcept = default;
+
+bool Connection::fail(std::string why) {
+  error_ = std::move(why);
+  return false;
+}
+
+bool Connection::connected() const { return impl_->socket.is_open(); }
+
+void Connection::close() {
+  boost::system::error_code ec;
+  impl_->socket.shutdown(tcp::socket::shutdown_both, ec);
+  impl_->socket.close(ec);
+}
+
+int Connection::native_handle() { return connected() ? impl_->socket.native_handle() : -1; }
+
+bool Connection::open(const Address& address) {
+  close();
+  impl_->decoder = proto::FrameDecoder(proto::kDefaultMaxServerFrame);
+  boost::system::error_code ec;
+  tcp::resolver resolver(impl_->io);
+  const auto endpoints = resolver.resolve(address.host, std::to_string(address.port), ec);
+  if (ec) return fail("cannot resolve " + address.host + ": " + ec.message());
+  asio::connect(impl_->socket, endpoints, ec);
+  if (ec) return fail("cannot connect to " + address.host + ":" + std::to_string(address.port) + ": " + ec.message());
+  impl_->socket.set_option(tcp::no_delay(true), ec);
+  return true;
+}
+
+bool Connection::connect(const Address& address, v1::Hello hello, double timeout_s) {
+  if (!open(address)) return false;
+  if (hello.protocol_version() == 0) hello.set_protocol_version(proto::kProtocolVersion);
+  v1::ClientMessage message;
+  *message.mutable_hello() = std::move(hello);
+  if (!send(message)) return false;
+  v1::ServerMessage reply;
+  if (!receive(&reply, timeout_s)) {
+    close();
+    return false;
+  }
+  if (reply.has_error()) {
+    close();
+    return fail("server refused: " + code_name(reply.error().code()) + ": " + reply.error().message());
+  }
+  if (!reply.has_welcome()) {
+    close();
+    return fail("server did not answer with a Welcome");
+  }
+  welcome_ = reply.welcome();
+  return true;
+}
+
+bool Connection::send_raw(std::string_view bytes) {
+  if (!connected()) return fail("not connected");
+  boost::system::error_code ec;
+  asio::write(impl_->socket, asio::buffer(bytes.data(), bytes.size()), ec);
+  if (ec) {
+    close();
+    return fail("send failed: " + ec.message());
+  }
+  return true;
+}
+
+bool Connection::send(const v1::ClientMessage& message) { return send_raw(proto::encode_frame(message)); }
+
+bool Connection::receive(v1::ServerMessage* out, double timeout_s) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    std::string_view frame;
+    std::uint64_t length = 0;
+    switch (impl_->decoder.next(&frame, &length)) {
+      case proto::FrameDecoder::Result::kFrame:
+        if (!out->ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+          close();
+          return fail("unreadable message from the server");
+        }
+        return true;
+      case proto::FrameDecoder::Result::kTooLarge:
+        close();
+        return fail("server frame of " + std::to_string(length) + " bytes is over the client limit");
+      case proto::FrameDecoder::Result::kBadPrefix:
+        close();
+        return fail("bad frame prefix from the server");
+      case proto::FrameDecoder::Result::kNeedMore:
+        break;
+    }
+    if (!connected()) return fail("not connected");
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return fail("timed out waiting for the server");
+    pollfd pfd{impl_->socket.native_handle(), POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
+    if (ready == 0) return fail("timed out waiting for the server");
+    if (ready < 0) continue;  // EINTR
+    boost::system::error_code ec;
+    const std::size_t n = impl_->socket.read_some(asio::buffer(impl_->buffer), ec);
+    if (ec) {
+      close();
+      return fail(ec == asio::error::eof ? "the server closed the connection" : "receive failed: " + ec.message());
+    }
+    bytes_received_ += n;
+    impl_->decoder.append(impl_->buffer.data(), n);
+  }
+}
+
+bool Connection::call(v1::Command command, v1::CommandResult* result, double timeout_s) {
+  using Clock = std::chrono::steady_clock;
+  if (command.request_id() == 0) command.set_request_id(next_request_++);
+  const std::uint64_t id = command.request_id();
+  v1::ClientMessage message;
+  *message.mutable_command() = std::move(command);
+  if (!send(message)) return false;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  v1::ServerMessage reply;
+  for (;;) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    if (left <= 0) return fail("timed out waiting for the result of request " + std::to_string(id));
+    if (!receive(&reply, left)) return false;
+    if (reply.has_result() && reply.result().request_id() == id) {
+      *result = std::move(*reply.mutable_result());
+      return true;
+    }
+    if (reply.has_error()) {
+      close();
+      return fail("server error: " + code_name(reply.error().code()) + ": " + reply.error().message());
+    }
+    if (reply.has_goodbye()) {
+      close();
+      return fail("server said goodbye: " + reply.goodbye().reason());
+    }
+  }
+}
+
+}  // namespace carom::client

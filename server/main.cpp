@@ -1,0 +1,83 @@
+// carom-server: parses the command line, starts a Server, waits for SIGINT or
+// SIGTERM, then says Goodbye to every client and exits cleanly.
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "server.hpp"
+
+int main(int argc, char** argv) {
+  carom::server::ServerOptions o;
+  std::string port_file;
+  CLI::App app{"carom-server: one authoritative circle-collision world over TCP (protocol v1)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--bind", o.bind, "Address to listen on (non-loopback needs --token or --insecure)");
+  app.add_option("--port", o.port, "TCP port (0 = any free port; see --port-file)");
+  app.add_option("--port-file", port_file, "Write the bound port to this file once listening");
+  app.add_option("--tick-hz", o.tick_hz, "Simulation ticks per second")->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--threads", o.threads, "Simulation threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  app.add_option("--io-threads", o.io_threads, "Network threads")->check(CLI::Range(1, 64));
+  app.add_option("--scenario", o.scenario, "Scenario (.txtpb) to load at start");
+  app.add_option("--scenario-dir", o.scenario_dir, "Directory searched by LoadScenario{name}");
+  app.add_option("--token", o.token, "Token controllers must present (default: $CAROM_TOKEN)");
+  app.add_flag("--insecure", o.insecure, "Allow a non-loopback --bind without a token");
+  app.add_option("--max-bodies", o.max_bodies, "Most bodies the world may hold")->check(CLI::Range(1u, 1u << 28));
+  app.add_option("--max-clients", o.max_clients, "Most simultaneous connections")->check(CLI::Range(1u, 100000u));
+  app.add_option("--snapshot-hz", o.snapshot_hz, "Snapshots per second (0 = every tick)")->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--max-frame-bytes", o.max_frame, "Largest client-to-server frame")
+      ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30));
+  app.add_option("--handshake-timeout", o.handshake_timeout_s, "Seconds a client has to send Hello")
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--save-on-exit", o.save_on_exit, "Save the world here on SIGINT/SIGTERM");
+  app.add_option("--state", o.state, "World file: loaded at start when present, saved on exit (and --save-every)");
+  app.add_option("--save-every", o.save_every_s, "Seconds between saves of --state (0 = on exit only)")
+      ->check(CLI::Range(0.0, 1e6));
+  CLI11_PARSE(app, argc, argv);
+  if (o.token.empty()) {
+    if (const char* env = std::getenv("CAROM_TOKEN")) o.token = env;
+  }
+  if (o.scenario_dir.empty() && !o.scenario.empty()) {
+    o.scenario_dir = std::filesystem::path(o.scenario).parent_path().string();
+  }
+
+  auto logger = spdlog::stderr_color_mt("carom-server");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  // Block the signals in every thread; main waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  carom::server::Server server(o);
+  if (carom::Status s = server.start(); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  spdlog::info("carom-server {} listening on {}:{} ({} Hz, world: {}, control: {})", CAROM_VERSION, o.bind,
+               server.port(), o.tick_hz,
+               !o.state.empty() && std::filesystem::exists(o.state) ? o.state
+               : o.scenario.empty()                                 ? std::string("empty")
+                                                                    : o.scenario,
+               o.token.empty() ? "loopback only, no token" : "token required");
+  if (!port_file.empty()) {
+    const std::string tmp = port_file + ".tmp";
+    std::ofstream(tmp) << server.port() << "\n";
+    std::filesystem::rename(tmp, port_file);
+  }
+  int signal = 0;
+  sigwait(&signals, &signal);
+  spdlog::info("{}: shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  server.stop(signal == SIGINT ? "server interrupted (SIGINT)" : "server terminated (SIGTERM)");
+  spdlog::info("bye");
+  return 0;
+}

@@ -1,0 +1,32 @@
+#pragma once
+/// \file What carom-server is told at start-up (command line or tests).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "carom/proto/framing.hpp"
+
+namespace carom::server {
+
+struct ServerOptions {
+  std::string bind = "127.0.0.1";      ///< address to listen on
+  std::uint16_t port = 7878;           ///< 0 = any free port (see Server::port)
+  double tick_hz = 60.0;               ///< ticks per second (a scenario may change it)
+  int threads = 0;                     ///< simulation threads; 0 = all hardware threads
+  int io_threads = 2;                  ///< threads running the network
+  std::string scenario;                ///< .txtpb loaded at start ("" = empty world)
+  std::string scenario_dir;            ///< where LoadScenario{name} looks
+  std::string token;                   ///< controllers must present it; "" = loopback only
+  bool insecure = false;               ///< allow a non-loopback bind without a token
+  std::uint32_t max_bodies = 1u << 22; ///< spawn beyond this is refused
+  std::uint32_t max_clients = 64;      ///< connections beyond this are refused
+  double snapshot_hz = 0.0;            ///< 0 = a snapshot every tick
+  std::size_t max_frame = proto::kDefaultMaxClientFrame;  ///< client-to-server frame limit, bytes
+  double handshake_timeout_s = 5.0;    ///< Hello must arrive within this
+  std::string save_on_exit;            ///< write the world here on SIGINT/SIGTERM
+  std::string state;                   ///< load at start when present; save on exit and every save_every_s
+  double save_every_s = 0.0;           ///< periodic save of `state` (0 = only on exit)
+};
+
+}  // namespace carom::server

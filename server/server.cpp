@@ -1,0 +1,396 @@
+// Server: wires the listener, the sessions, the network threads and the one
+// simulation thread together. The simulation thread owns the SimState; it
+// applies queued commands at tick boundaries in arrival order, steps, encodes
+// each snapshot variant once and hands the bytes to the hub.
+
+#include "server.hpp"
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <spdlog/spdlog.h>
+#include <thread>
+#include <vector>
+
+#include "carom/proto/framing.hpp"
+#include "carom/proto/text.hpp"
+#include "hub.hpp"
+#include "session.hpp"
+#include "sim_state.hpp"
+#include "snapshot.hpp"
+
+namespace carom::server {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Writes to a temporary file in the same directory, then renames it over the
+// target, so a crash never leaves a half-written state.
+Status write_atomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return {StatusCode::kInvalidArgument, path + ": cannot write " + tmp};
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) return {StatusCode::kInvalidArgument, path + ": write failed"};
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return {StatusCode::kInvalidArgument, path + ": cannot rename " + tmp + ": " + ec.message()};
+  return {};
+}
+
+// Tick work times of the current measurement window.
+struct TickTimes {
+  std::vector<double> seconds;
+  std::uint64_t late = 0;
+  void reset() {
+    seconds.clear();
+    late = 0;
+  }
+  void add(double s) {
+    if (seconds.size() < (1u << 22)) seconds.push_back(s);
+  }
+  void fill(v1::Stats* out) const {
+    out->set_ticks_measured(seconds.size());
+    out->set_late_ticks(late);
+    if (seconds.empty()) return;
+    std::vector<double> sorted = seconds;
+    std::sort(sorted.begin(), sorted.end());
+    const auto at = [&](double q) {
+      return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * static_cast<double>(sorted.size())))];
+    };
+    out->set_tick_p50_seconds(at(0.5));
+    out->set_tick_p99_seconds(at(0.99));
+    out->set_tick_max_seconds(sorted.back());
+  }
+};
+
+}  // namespace
+
+struct Server::Impl {
+  explicit Impl(ServerOptions o) : options(std::move(o)), hub(options) {}
+
+  ServerOptions options;
+  Hub hub;
+  asio::io_context io{std::max(1, options.io_threads)};
+  tcp::acceptor acceptor{io};
+  std::uint16_t port = 0;
+  std::unique_ptr<SimState> sim;
+  std::vector<std::thread> io_threads;
+  std::thread sim_thread;
+  std::atomic<bool> stopping{false};
+
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  bool started = false, done = false;
+
+  // Simulation-thread state.
+  TickTimes tick_times;
+  std::vector<v1::CollisionEvent> events;
+  std::uint64_t events_dropped = 0;
+  std::uint64_t snapshot_every = 1;
+  std::weak_ptr<Session> step_waiter;  // who sent the Step in progress
+
+  Status load_initial();
+  void accept();
+  void run_sim();
+  void apply_commands(std::vector<PendingCommand>& commands);
+  void answer(const std::weak_ptr<Session>& to, v1::CommandResult result);
+  void publish_snapshot();
+  void publish_public();
+  void fill_stats(v1::Stats* out);
+  Status save_state(const std::string& path);
+};
+
+Status Server::Impl::load_initial() {
+  SimOptions so;
+  so.config.max_bodies = options.max_bodies;
+  so.config.threads = options.threads;
+  so.tick_hz = options.tick_hz;
+  so.scenario_dir = options.scenario_dir;
+  sim = std::make_unique<SimState>(so);
+  if (!options.state.empty() && std::filesystem::exists(options.state)) {
+    std::string bytes;
+    v1::SavedWorld saved;
+    if (!proto::read_file(options.state, &bytes)) return {StatusCode::kInvalidArgument, options.state + ": cannot read"};
+    if (!saved.ParseFromString(bytes)) {
+      return {StatusCode::kInvalidArgument, options.state + ": not a carom SavedWorld file"};
+    }
+    if (Status s = sim->load_saved(saved); !s.ok()) return {s.code(), options.state + ": " + s.message()};
+    spdlog::info("loaded {} ({} bodies, state hash {:016x})", options.state, sim->world().size(),
+                 sim->world().state_hash());
+    return {};
+  }
+  if (!options.scenario.empty()) {
+    v1::Scenario scenario;
+    proto::TextLocations where;
+    std::string error;
+    if (!proto::parse_text_file(options.scenario, &scenario, &error, &where)) {
+      return {StatusCode::kInvalidArgument, error};
+    }
+    if (Status s = sim->load_scenario(scenario, options.scenario, &where); !s.ok()) return s;
+  }
+  return {};
+}
+
+void Server::Impl::accept() {
+  acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+      // Out of descriptors and the like: log, back off a little, carry on.
+      spdlog::warn("accept failed: {}", ec.message());
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } else {
+      std::make_shared<Session>(std::move(socket), hub)->start();
+    }
+    accept();
+  });
+}
+
+void Server::Impl::answer(const std::weak_ptr<Session>& to, v1::CommandResult result) {
+  auto session = to.lock();
+  if (!session) return;
+  session->in_flight.fetch_sub(1);
+  v1::ServerMessage m;
+  *m.mutable_result() = std::move(result);
+  session->deliver(std::make_shared<const std::string>(proto::encode_frame(m)));
+}
+
+void Server::Impl::fill_stats(v1::Stats* out) {
+  sim->fill_stats(out);
+  tick_times.fill(out);
+  out->set_clients(static_cast<std::uint32_t>(hub.clients()));
+  out->set_snapshots_skipped(hub.snapshots_skipped.load());
+}
+
+void Server::Impl::apply_commands(std::vector<PendingCommand>& commands) {
+  for (PendingCommand& p : commands) {
+    v1::CommandResult result;
+    const bool answered = sim->apply(p.command, &result);
+    if (p.command.has_get_stats() && result.code() == v1::OK) {
+      if (p.command.get_stats().reset_timing()) tick_times.reset();
+      fill_stats(result.mutable_stats());
+    }
+    if (p.command.has_set_params() && result.code() == v1::OK) {
+      snapshot_every = options.snapshot_hz > 0
+                           ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(sim->tick_hz() / options.snapshot_hz + 0.5))
+                           : 1;
+    }
+    if (answered) {
+      answer(p.from, std::move(result));
+    } else {
+      step_waiter = p.from;
+    }
+  }
+}
+
+void Server::Impl::publish_snapshot() {
+  const unsigned needed = hub.needed_variants();
+  if (needed == 0) {
+    events.clear();
+    events_dropped = 0;
+    return;
+  }
+  v1::Stats stats;
+  fill_stats(&stats);
+  SnapshotExtras extras;
+  extras.events = &events;
+  extras.events_dropped = events_dropped;
+  extras.stats = &stats;
+  extras.server_time_ns = monotonic_ns();
+  SnapshotFrames frames;
+  encode_snapshots(*sim, extras, needed, &frames);
+  hub.broadcast(frames);
+  events.clear();
+  events_dropped = 0;
+}
+
+void Server::Impl::publish_public() {
+  PublicState p;
+  sim->fill_params(&p.params);
+  p.tick_hz = sim->tick_hz();
+  p.tick = sim->tick();
+  p.paused = sim->paused();
+  hub.set_public(std::move(p));
+}
+
+void Server::Impl::run_sim() {
+  constexpr std::size_t kMaxEventsKept = 1u << 16;
+  std::vector<PendingCommand> commands;
+  snapshot_every = options.snapshot_hz > 0
+                       ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(sim->tick_hz() / options.snapshot_hz + 0.5))
+                       : 1;
+  auto next = Clock::now();
+  auto last_stream = Clock::now();
+  auto last_save = Clock::now();
+  publish_public();
+  while (!stopping.load()) {
+    const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / sim->tick_hz()));
+    // Sleep until the next tick is due (or, while paused, up to a heartbeat),
+    // waking early for commands.
+    const bool fast = sim->paused() && sim->should_step();  // Step N runs as fast as it can
+    Clock::time_point deadline = fast ? Clock::now() : (sim->should_step() ? next : last_stream + std::chrono::seconds(1));
+    hub.wait_commands(deadline, &commands);
+    if (stopping.load()) break;
+    // 1. Commands, at the tick boundary, in arrival order (then the script).
+    apply_commands(commands);
+    sim->run_script();
+    const auto now = Clock::now();
+    if (sim->should_step() && (fast || sim->paused() || now >= next)) {
+      const auto t0 = Clock::now();
+      if (!fast && !sim->paused()) {
+        if (t0 - next > period) ++tick_times.late;
+        next += period;
+        if (next < t0 - period) next = t0;  // do not burst to catch up after a stall
+      }
+      // 2. Step.
+      sim->step();
+      const World& world = sim->world();
+      if (hub.needed_variants() & 0xaau) {  // variants with events (bit 1 of the index)
+        for (const CollisionEvent& e : world.events()) {
+          if (events.size() >= kMaxEventsKept) {
+            ++events_dropped;
+            continue;
+          }
+          v1::CollisionEvent& out = events.emplace_back();
+          out.set_a(e.a);
+          out.set_b(e.b);
+          out.mutable_point()->set_x(e.point.x);
+          out.mutable_point()->set_y(e.point.y);
+          out.mutable_impulse()->set_x(e.impulse.x);
+          out.mutable_impulse()->set_y(e.impulse.y);
+          out.set_tick(sim->tick());
+        }
+        events_dropped += world.stats().events_dropped;
+      }
+      sim->take_edited();
+      // 3. Snapshot, encoded once per wanted variant.
+      if (sim->tick() % snapshot_every == 0 || sim->paused()) {
+        publish_snapshot();
+        last_stream = Clock::now();
+      }
+      tick_times.add(std::chrono::duration<double>(Clock::now() - t0).count());
+      if (auto finished = sim->take_finished_step()) answer(step_waiter, std::move(*finished));
+      if (fast) next = Clock::now() + period;
+      publish_public();
+    } else if (sim->paused() && sim->take_edited()) {
+      // Paused and edited: the same tick again, so viewers see the edit.
+      publish_snapshot();
+      publish_public();
+      last_stream = Clock::now();
+    } else if (sim->paused() && Clock::now() - last_stream >= std::chrono::seconds(1)) {
+      v1::ServerMessage m;
+      m.mutable_heartbeat()->set_tick(sim->tick());
+      m.mutable_heartbeat()->set_server_time_ns(monotonic_ns());
+      hub.broadcast_stream(std::make_shared<const std::string>(proto::encode_frame(m)));
+      last_stream = Clock::now();
+      publish_public();
+    }
+    if (!sim->paused() && sim->should_step() && Clock::now() > next + 4 * period) next = Clock::now();
+    if (!options.state.empty() && options.save_every_s > 0 &&
+        Clock::now() - last_save >= std::chrono::duration<double>(options.save_every_s)) {
+      if (Status s = save_state(options.state); !s.ok()) spdlog::error("periodic save: {}", s.message());
+      last_save = Clock::now();
+    }
+  }
+}
+
+Status Server::Impl::save_state(const std::string& path) {
+  v1::SavedWorld saved;
+  sim->save(&saved);
+  std::string bytes;
+  if (!saved.SerializeToString(&bytes)) return {StatusCode::kInvalidArgument, path + ": cannot serialize the world"};
+  return write_atomically(path, bytes);
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Server::~Server() { stop("server shutting down"); }
+
+Status Server::start() {
+  Impl& s = *impl_;
+  if (Status st = s.load_initial(); !st.ok()) return st;
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(s.options.bind, ec);
+  if (ec) return {StatusCode::kInvalidArgument, "--bind " + s.options.bind + ": not an IP address"};
+  if (!address.is_loopback() && s.options.token.empty() && !s.options.insecure) {
+    return {StatusCode::kInvalidArgument,
+            "--bind " + s.options.bind +
+                " is not loopback and no token is set: set --token (or CAROM_TOKEN), or pass --insecure"};
+  }
+  const tcp::endpoint endpoint(address, s.options.port);
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(endpoint, ec);
+  if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return {StatusCode::kInvalidArgument,
+            "cannot listen on " + s.options.bind + ":" + std::to_string(s.options.port) + ": " + ec.message()};
+  }
+  s.port = s.acceptor.local_endpoint().port();
+  s.accept();
+  for (int i = 0; i < std::max(1, s.options.io_threads); ++i) s.io_threads.emplace_back([&s] { s.io.run(); });
+  s.sim_thread = std::thread([&s] { s.run_sim(); });
+  {
+    std::lock_guard lock(s.done_mutex);
+    s.started = true;
+  }
+  return {};
+}
+
+std::uint16_t Server::port() const { return impl_->port; }
+
+void Server::stop(const std::string& reason) {
+  Impl& s = *impl_;
+  {
+    std::unique_lock lock(s.done_mutex);
+    if (!s.started || s.done) return;
+    if (s.stopping.exchange(true)) {
+      s.done_cv.wait(lock, [&] { return s.done; });
+      return;
+    }
+  }
+  s.hub.wake();
+  if (s.sim_thread.joinable()) s.sim_thread.join();
+  asio::post(s.io, [&s] {
+    boost::system::error_code ignored;
+    s.acceptor.close(ignored);
+  });
+  s.hub.goodbye_all(reason);
+  // Give the Goodbyes a moment to leave, then stop the network.
+  for (int i = 0; i < 100 && s.hub.clients() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  s.io.stop();
+  for (auto& t : s.io_threads) t.join();
+  s.io_threads.clear();
+  for (const std::string& path : {s.options.save_on_exit, s.options.state}) {
+    if (path.empty()) continue;
+    if (Status st = s.save_state(path); !st.ok()) {
+      spdlog::error("save on exit: {}", st.message());
+    } else {
+      spdlog::info("saved the world to {} (state hash {:016x})", path, s.sim->world().state_hash());
+    }
+  }
+  {
+    std::lock_guard lock(s.done_mutex);
+    s.done = true;
+  }
+  s.done_cv.notify_all();
+}
+
+void Server::wait() {
+  std::unique_lock lock(impl_->done_mutex);
+  impl_->done_cv.wait(lock, [&] { return impl_->done || !impl_->started; });
+}
+
+}  // namespace carom::server

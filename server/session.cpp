@@ -1,0 +1,345 @@
+// Session: handshake, frame reading, authorisation, and the two-lane writer.
+// Reads: bytes from the socket (FrameDecoder enforces the frame limit before
+// buffering a frame). Writes: one frame at a time; queued messages first,
+// then the stream slot. Runs on the socket's strand only.
+
+#include "session.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include "carom/proto/framing.hpp"
+#include "hub.hpp"
+
+namespace carom::server {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+// A controller that does not read its results gets cut off past this.
+constexpr std::size_t kMaxQueuedBytes = std::size_t{64} << 20;
+// Commands a session may have waiting for the simulation thread.
+constexpr int kMaxInFlight = 1024;
+
+std::shared_ptr<const std::string> frame_of(const v1::ServerMessage& message) {
+  return std::make_shared<const std::string>(proto::encode_frame(message));
+}
+
+std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& text) {
+  v1::ServerMessage m;
+  m.mutable_error()->set_code(code);
+  m.mutable_error()->set_message(text);
+  return frame_of(m);
+}
+
+// Constant-time comparison, so the token cannot be guessed byte by byte.
+bool same_token(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+void set_socket_options(tcp::socket& socket) {
+  boost::system::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  socket.set_option(asio::socket_base::keep_alive(true), ec);
+  // A dead peer is noticed within seconds: first probe after 2 s idle, then
+  // every second, given up after 3; unacknowledged data for 10 s also ends it.
+  const int fd = socket.native_handle();
+  int idle = 2, interval = 1, count = 3;
+  unsigned user_timeout_ms = 10000;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
+}  // namespace
+
+Session::Session(tcp::socket socket, Hub& hub)
+    : socket_(std::move(socket)),
+      hub_(hub),
+      timer_(socket_.get_executor()),
+      decoder_(hub.options().max_frame) {
+  boost::system::error_code ec;
+  const auto endpoint = socket_.remote_endpoint(ec);
+  if (!ec) {
+    peer_ = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    loopback_ = endpoint.address().is_loopback() ||
+                (endpoint.address().is_v6() && endpoint.address().to_v6().is_v4_mapped() &&
+                 asio::ip::make_address_v4(asio::ip::v4_mapped, endpoint.address().to_v6()).is_loopback());
+  } else {
+    peer_ = "unknown peer";
+  }
+}
+
+Session::~Session() = default;
+
+void Session::start() {
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+    set_socket_options(self->socket_);
+    if (!self->hub_.add(self, &self->id_)) {
+      const auto max = self->hub_.options().max_clients;
+      spdlog::warn("refused {}: server full ({} clients, --max-clients)", self->peer_, max);
+      self->fail(v1::SERVER_FULL, "server full: " + std::to_string(max) + " clients connected (--max-clients)");
+      return;
+    }
+    spdlog::info("session {} connected from {}", self->id_, self->peer_);
+    self->timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(self->hub_.options().handshake_timeout_s)));
+    self->timer_.async_wait([self](boost::system::error_code ec) {
+      if (!ec && self->phase_ == Phase::kHandshake) {
+        self->fail(v1::TIMEOUT, "no Hello within " + std::to_string(self->hub_.options().handshake_timeout_s) + " s");
+      }
+    });
+    self->read_more();
+  });
+}
+
+void Session::read_more() {
+  socket_.async_read_some(asio::buffer(read_buffer_), [self = shared_from_this()](boost::system::error_code ec,
+                                                                                  std::size_t n) {
+    if (self->phase_ == Phase::kClosed || self->phase_ == Phase::kClosing) return;
+    if (ec) {
+      self->close();
+      return;
+    }
+    self->decoder_.append(self->read_buffer_.data(), n);
+    for (;;) {
+      std::string_view frame;
+      std::uint64_t length = 0;
+      const auto r = self->decoder_.next(&frame, &length);
+      if (r == proto::FrameDecoder::Result::kNeedMore) break;
+      if (r == proto::FrameDecoder::Result::kTooLarge) {
+        self->fail(v1::FRAME_TOO_LARGE, "frame of " + std::to_string(length) + " bytes is over the limit of " +
+                                            std::to_string(self->decoder_.max_frame()) + " bytes (--max-frame-bytes)");
+        return;
+      }
+      if (r == proto::FrameDecoder::Result::kBadPrefix) {
+        self->fail(v1::MALFORMED_FRAME, "frame length prefix is not a valid varint32");
+        return;
+      }
+      self->handle_frame(frame);
+      if (self->phase_ == Phase::kClosing || self->phase_ == Phase::kClosed) return;
+    }
+    self->read_more();
+  });
+}
+
+void Session::handle_frame(std::string_view bytes) {
+  v1::ClientMessage message;
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    fail(v1::MALFORMED_FRAME, "frame of " + std::to_string(bytes.size()) + " bytes is not a ClientMessage");
+    return;
+  }
+  switch (message.kind_case()) {
+    case v1::ClientMessage::kHello:
+      if (phase_ != Phase::kHandshake) {
+        fail(v1::PROTOCOL_VIOLATION, "second Hello on one connection");
+        return;
+      }
+      handle_hello(message.hello());
+      return;
+    case v1::ClientMessage::kCommand:
+      if (phase_ != Phase::kActive) {
+        fail(v1::PROTOCOL_VIOLATION, "Command before Hello: send Hello first");
+        return;
+      }
+      handle_command(std::move(*message.mutable_command()));
+      return;
+    case v1::ClientMessage::KIND_NOT_SET:
+      break;
+  }
+  fail(v1::MALFORMED_FRAME, "ClientMessage with neither hello nor command (unknown field number?)");
+}
+
+void Session::handle_hello(const v1::Hello& hello) {
+  const ServerOptions& opt = hub_.options();
+  if (hello.protocol_version() != proto::kProtocolVersion) {
+    fail(v1::UNSUPPORTED_VERSION, "protocol_version " + std::to_string(hello.protocol_version()) +
+                                      " is not supported; this server speaks " +
+                                      std::to_string(proto::kProtocolVersion));
+    return;
+  }
+  if (hello.role() != v1::ROLE_VIEWER && hello.role() != v1::ROLE_CONTROLLER) {
+    fail(v1::INVALID_ARGUMENT, "hello.role: must be ROLE_VIEWER or ROLE_CONTROLLER, got " +
+                                   std::to_string(static_cast<int>(hello.role())));
+    return;
+  }
+  if (hello.role() == v1::ROLE_CONTROLLER) {
+    if (!opt.token.empty()) {
+      if (!same_token(hello.token(), opt.token)) {
+        spdlog::warn("session {} ({}): refused control: {} token", id_, peer_,
+                     hello.token().empty() ? "missing" : "wrong");
+        fail(v1::UNAUTHENTICATED, hello.token().empty() ? "hello.token: this server needs a token for control"
+                                                        : "hello.token: wrong token");
+        return;
+      }
+    } else if (!loopback_) {
+      spdlog::warn("session {} ({}): refused control from a non-loopback peer without a token", id_, peer_);
+      fail(v1::PERMISSION_DENIED, "control from " + peer_ +
+                                      " refused: the server has no token, so it accepts control only from loopback "
+                                      "(start it with --token or CAROM_TOKEN)");
+      return;
+    }
+    control_ = true;
+  }
+  timer_.cancel();
+  phase_ = Phase::kActive;
+  const bool wants = hello.role() == v1::ROLE_VIEWER || hello.has_wishes();
+  max_rate_hz_ = hello.wishes().max_rate_hz() > 0 ? hello.wishes().max_rate_hz() : 0.0;
+  spdlog::info("session {} ({}): {} '{}'", id_, peer_, control_ ? "controller" : "viewer", hello.client_name());
+
+  const PublicState state = hub_.get_public();
+  v1::ServerMessage m;
+  v1::Welcome& w = *m.mutable_welcome();
+  w.set_server_version(CAROM_VERSION);
+  w.set_protocol_version(proto::kProtocolVersion);
+  *w.mutable_params() = state.params;
+  w.set_tick_hz(state.tick_hz);
+  w.set_session_id(id_);
+  w.set_tick(state.tick);
+  w.set_paused(state.paused);
+  w.set_control(control_);
+  queue(frame_of(m));
+  if (wants) {
+    subscribed_ = true;
+    hub_.subscribe(id_, snapshot_variant(hello.wishes()));
+  }
+}
+
+void Session::handle_command(v1::Command command) {
+  if (!control_) {
+    v1::ServerMessage m;
+    v1::CommandResult& r = *m.mutable_result();
+    r.set_request_id(command.request_id());
+    r.set_code(v1::PERMISSION_DENIED);
+    r.set_message("viewers are read-only: connect with role ROLE_CONTROLLER to send commands");
+    r.set_tick(hub_.get_public().tick);
+    queue(frame_of(m));
+    return;
+  }
+  if (in_flight.load() >= kMaxInFlight) {
+    v1::ServerMessage m;
+    v1::CommandResult& r = *m.mutable_result();
+    r.set_request_id(command.request_id());
+    r.set_code(v1::RESOURCE_EXHAUSTED);
+    r.set_message("too many commands in flight (" + std::to_string(kMaxInFlight) + "): wait for results");
+    queue(frame_of(m));
+    return;
+  }
+  in_flight.fetch_add(1);
+  hub_.submit(shared_from_this(), std::move(command));
+}
+
+void Session::deliver(std::shared_ptr<const std::string> frame) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
+    self->queue(std::move(frame));
+  });
+}
+
+void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame), snapshot]() mutable {
+    if (self->phase_ != Phase::kActive) return;
+    if (snapshot && self->max_rate_hz_ > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      // 0.9: tolerate tick jitter so a 30 Hz wish on a 60 Hz server gets 30.
+      if (now - self->last_snapshot_ < std::chrono::duration<double>(0.9 / self->max_rate_hz_)) return;
+      self->last_snapshot_ = now;
+    }
+    if (self->stream_ && self->stream_is_snapshot_) self->hub_.snapshots_skipped.fetch_add(1);
+    self->stream_ = std::move(frame);
+    self->stream_is_snapshot_ = snapshot;
+    self->write_next();
+  });
+}
+
+void Session::goodbye(const std::string& reason) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), reason] {
+    if (self->phase_ == Phase::kClosed || self->phase_ == Phase::kClosing) return;
+    v1::ServerMessage m;
+    m.mutable_goodbye()->set_reason(reason);
+    self->stream_.reset();
+    self->queue(frame_of(m));
+    self->phase_ = Phase::kClosing;
+    self->timer_.expires_after(std::chrono::seconds(1));
+    self->timer_.async_wait([self](boost::system::error_code ec) {
+      if (!ec) self->close();
+    });
+  });
+}
+
+void Session::fail(v1::ErrorCode code, const std::string& message) {
+  if (phase_ == Phase::kClosed || phase_ == Phase::kClosing) return;
+  spdlog::warn("session {} ({}): {}: {}", id_, peer_, v1::ErrorCode_Name(code), message);
+  stream_.reset();
+  queue(error_frame(code, message));
+  phase_ = Phase::kClosing;
+  // The peer may not read: close after a grace period whatever happens.
+  timer_.expires_after(std::chrono::seconds(2));
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) self->close();
+  });
+}
+
+void Session::queue(std::shared_ptr<const std::string> frame) {
+  if (phase_ == Phase::kClosed) return;
+  queued_bytes_ += frame->size();
+  queue_.push_back(std::move(frame));
+  if (queued_bytes_ > kMaxQueuedBytes) {
+    spdlog::warn("session {} ({}): does not read its results ({} bytes queued); closing", id_, peer_, queued_bytes_);
+    close();
+    return;
+  }
+  write_next();
+}
+
+void Session::write_next() {
+  if (writing_ || phase_ == Phase::kClosed) return;
+  if (!queue_.empty()) {
+    writing_ = std::move(queue_.front());
+    queue_.pop_front();
+    queued_bytes_ -= writing_->size();
+  } else if (stream_) {
+    writing_ = std::move(stream_);
+    stream_.reset();
+  } else {
+    if (phase_ == Phase::kClosing) close();
+    return;
+  }
+  asio::async_write(socket_, asio::buffer(*writing_),
+                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                      self->writing_.reset();
+                      if (ec) {
+                        self->close();
+                        return;
+                      }
+                      self->write_next();
+                    });
+}
+
+void Session::close() {
+  if (phase_ == Phase::kClosed) return;
+  const bool registered = id_ != 0;
+  phase_ = Phase::kClosed;
+  timer_.cancel();
+  boost::system::error_code ec;
+  socket_.shutdown(tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  queue_.clear();
+  stream_.reset();
+  if (registered) {
+    hub_.remove(id_);
+    spdlog::info("session {} ({}) disconnected", id_, peer_);
+  }
+}
+
+}  // namespace carom::server

@@ -1,0 +1,81 @@
+#pragma once
+/// \file Session: one client connection. Everything a Session does runs on
+/// its own strand (the socket's executor); other threads only call the
+/// deliver_* functions, which post to it.
+///
+/// Outgoing messages: a queue for Welcome, CommandResult, Error and Goodbye
+/// (never dropped, bounded in bytes), and one stream slot for snapshots and
+/// heartbeats where the latest wins, so a slow viewer skips frames and its
+/// memory stays bounded.
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "carom/proto/framing.hpp"
+#include "carom/v1/protocol.pb.h"
+
+namespace carom::server {
+
+class Hub;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(boost::asio::ip::tcp::socket socket, Hub& hub);
+  ~Session();
+
+  /// Registers with the hub and starts the handshake (or refuses the
+  /// connection when the server is full). Any thread.
+  void start();
+
+  /// Queues a message that must arrive (results, errors). Any thread.
+  void deliver(std::shared_ptr<const std::string> frame);
+  /// Puts a snapshot or heartbeat in the stream slot; an unsent one is
+  /// replaced. Any thread.
+  void deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot);
+  /// Sends Goodbye, then closes. Any thread.
+  void goodbye(const std::string& reason);
+
+  std::uint64_t id() const { return id_; }
+  /// Commands queued for the simulation thread and not yet answered.
+  std::atomic<int> in_flight{0};
+
+ private:
+  void read_more();
+  void handle_frame(std::string_view bytes);
+  void handle_hello(const v1::Hello& hello);
+  void handle_command(v1::Command command);
+  /// Sends an Error and closes once it is written (or after a grace period).
+  void fail(v1::ErrorCode code, const std::string& message);
+  void queue(std::shared_ptr<const std::string> frame);
+  void write_next();
+  void close();
+
+  boost::asio::ip::tcp::socket socket_;
+  Hub& hub_;
+  boost::asio::steady_timer timer_;  // handshake timeout, then the close grace period
+  std::uint64_t id_ = 0;
+  std::string peer_;
+  bool loopback_ = false;
+  proto::FrameDecoder decoder_;
+  std::array<char, 1 << 16> read_buffer_{};
+
+  enum class Phase { kHandshake, kActive, kClosing, kClosed } phase_ = Phase::kHandshake;
+  bool control_ = false;
+  bool subscribed_ = false;
+  double max_rate_hz_ = 0.0;
+  std::chrono::steady_clock::time_point last_snapshot_{};
+
+  std::deque<std::shared_ptr<const std::string>> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::shared_ptr<const std::string> stream_;
+  bool stream_is_snapshot_ = false;
+  std::shared_ptr<const std::string> writing_;  // the frame being written (kept alive)
+};
+
+}  // namespace carom::server

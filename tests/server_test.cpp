@@ -1,0 +1,457 @@
+// The real carom-server (the Server object main() runs) over real loopback
+// TCP on ephemeral ports, driven by the real client library.
+
+#include <dirent.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "carom/client/connection.hpp"
+#include "server.hpp"
+#include <spdlog/spdlog.h>
+
+namespace carom {
+namespace {
+
+using client::Connection;
+using Clock = std::chrono::steady_clock;
+
+std::size_t open_fds() {
+  std::size_t n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+std::size_t rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+v1::Command spawn_grid(std::uint32_t columns, std::uint32_t rows, double vx = 1.0, double spacing = 1.0) {
+  v1::Command c;
+  v1::GridGenerator& g = *c.mutable_spawn()->add_generators()->mutable_grid();
+  g.mutable_origin()->set_x(2.0);
+  g.mutable_origin()->set_y(2.0);
+  g.set_columns(columns);
+  g.set_rows(rows);
+  g.set_spacing(spacing);
+  g.set_radius(0.25);
+  g.mutable_velocity()->set_x(vx);
+  g.mutable_velocity()->set_y(0.5 * vx);
+  return c;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { spdlog::set_level(spdlog::level::warn); }
+  void start(server::ServerOptions o = {}) {
+    o.port = 0;
+    o.threads = o.threads == 0 ? 1 : o.threads;
+    server_ = std::make_unique<server::Server>(o);
+    const Status s = server_->start();
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  void TearDown() override {
+    if (server_) server_->stop("test over");
+  }
+  client::Address address() const { return {"127.0.0.1", server_->port()}; }
+
+  ::testing::AssertionResult connect(Connection& c, v1::Role role, const std::string& token = {},
+                                     const v1::SnapshotWishes* wishes = nullptr) {
+    v1::Hello hello;
+    hello.set_role(role);
+    hello.set_token(token);
+    hello.set_client_name("server_test");
+    if (wishes != nullptr) *hello.mutable_wishes() = *wishes;
+    if (!c.connect(address(), hello)) return ::testing::AssertionFailure() << c.error();
+    return ::testing::AssertionSuccess();
+  }
+
+  // The next snapshot (skipping other messages).
+  static ::testing::AssertionResult next_snapshot(Connection& c, v1::Snapshot* out, double timeout = 5.0) {
+    v1::ServerMessage m;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout);
+    while (Clock::now() < deadline) {
+      if (!c.receive(&m, timeout)) return ::testing::AssertionFailure() << c.error();
+      if (m.has_snapshot()) {
+        *out = std::move(*m.mutable_snapshot());
+        return ::testing::AssertionSuccess();
+      }
+    }
+    return ::testing::AssertionFailure() << "no snapshot in time";
+  }
+
+  v1::CommandResult call(Connection& c, v1::Command command) {
+    v1::CommandResult r;
+    EXPECT_TRUE(c.call(std::move(command), &r)) << c.error();
+    return r;
+  }
+
+  static v1::Command command_of(void (*set)(v1::Command&)) {
+    v1::Command c;
+    set(c);
+    return c;
+  }
+
+  // The server's current state hash and tick, through a fresh controller.
+  std::pair<std::uint64_t, std::uint32_t> world_hash_and_size() {
+    Connection c;
+    EXPECT_TRUE(connect(c, v1::ROLE_CONTROLLER));
+    v1::Command get;
+    get.mutable_get_world();
+    const v1::CommandResult r = call(c, get);
+    EXPECT_EQ(r.code(), v1::OK) << r.message();
+    return {r.world().state_hash(), static_cast<std::uint32_t>(r.world().id_size())};
+  }
+
+  std::unique_ptr<server::Server> server_;
+};
+
+TEST_F(ServerTest, EightViewersSeeIncreasingTicksAndTheSameHashPerTick) {
+  start();
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(20, 20)).code(), v1::OK);
+
+  constexpr int kViewers = 8;
+  std::vector<Connection> viewers(kViewers);
+  for (auto& v : viewers) ASSERT_TRUE(connect(v, v1::ROLE_VIEWER));
+  std::map<std::uint64_t, std::uint64_t> hash_at;  // tick -> hash, from whoever saw it first
+  for (auto& v : viewers) {
+    std::uint64_t last = 0;
+    for (int i = 0; i < 30; ++i) {
+      v1::Snapshot s;
+      ASSERT_TRUE(next_snapshot(v, &s));
+      EXPECT_GT(s.tick(), last);
+      last = s.tick();
+      EXPECT_EQ(s.id_size(), 400);
+      const auto [it, fresh] = hash_at.emplace(s.tick(), s.state_hash());
+      EXPECT_EQ(it->second, s.state_hash()) << "tick " << s.tick();
+    }
+  }
+  // The viewers overlapped in time, so ticks were seen by several of them.
+  EXPECT_LT(hash_at.size(), static_cast<std::size_t>(kViewers * 30));
+}
+
+TEST_F(ServerTest, SpawnAppearsInTheSnapshotOfTheReportedTick) {
+  start();
+  Connection viewer, ctl;
+  ASSERT_TRUE(connect(viewer, v1::ROLE_VIEWER));
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  v1::Command spawn;
+  v1::Body& b = *spawn.mutable_spawn()->add_bodies();
+  b.mutable_position()->set_x(50);
+  b.mutable_position()->set_y(60);
+  b.set_radius(2.0);
+  const v1::CommandResult r = call(ctl, spawn);
+  ASSERT_EQ(r.code(), v1::OK) << r.message();
+  ASSERT_EQ(r.spawned().ids_size(), 1);
+  const std::uint32_t id = r.spawned().ids(0);
+  for (;;) {
+    v1::Snapshot s;
+    ASSERT_TRUE(next_snapshot(viewer, &s));
+    const bool present = std::find(s.id().begin(), s.id().end(), id) != s.id().end();
+    if (s.tick() < r.tick()) {
+      EXPECT_FALSE(present) << "tick " << s.tick() << " is before the reported tick " << r.tick();
+      continue;
+    }
+    ASSERT_EQ(s.tick(), r.tick()) << "the snapshot of the reported tick was not seen";
+    EXPECT_TRUE(present);
+    break;
+  }
+}
+
+TEST_F(ServerTest, PauseStepResumeAdvanceExactlyNTicksAndSaveLoadKeepsTheHash) {
+  start();
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(10, 10, 3.0)).code(), v1::OK);
+  v1::Command pause;
+  pause.mutable_pause();
+  const v1::CommandResult paused = call(ctl, pause);
+  ASSERT_EQ(paused.code(), v1::OK);
+  // While paused, ticks stand still.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  v1::Command stats;
+  stats.mutable_get_stats();
+  const std::uint64_t t0 = call(ctl, stats).stats().tick();
+  EXPECT_EQ(t0, paused.tick());
+  v1::Command step;
+  step.mutable_step()->set_count(7);
+  const v1::CommandResult stepped = call(ctl, step);
+  ASSERT_EQ(stepped.code(), v1::OK) << stepped.message();
+  EXPECT_EQ(stepped.tick(), t0 + 7);
+  EXPECT_EQ(call(ctl, stats).stats().tick(), t0 + 7);
+
+  v1::Command save;
+  save.mutable_save_world();
+  const v1::CommandResult saved = call(ctl, save);
+  ASSERT_EQ(saved.code(), v1::OK);
+  ASSERT_EQ(saved.world().id_size(), 100);
+  // Change the world, then load the save back: the same hash.
+  step.mutable_step()->set_count(5);
+  ASSERT_EQ(call(ctl, step).code(), v1::OK);
+  EXPECT_NE(world_hash_and_size().first, saved.world().state_hash());
+  v1::Command load;
+  *load.mutable_load_world()->mutable_world() = saved.world();
+  const v1::CommandResult loaded = call(ctl, load);
+  ASSERT_EQ(loaded.code(), v1::OK) << loaded.message();
+  EXPECT_EQ(world_hash_and_size().first, saved.world().state_hash());
+
+  v1::Command resume;
+  resume.mutable_resume();
+  ASSERT_EQ(call(ctl, resume).code(), v1::OK);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_GT(call(ctl, stats).stats().tick(), t0 + 12);
+  // Step is refused while running.
+  step.mutable_step()->set_count(1);
+  EXPECT_EQ(call(ctl, step).code(), v1::FAILED_PRECONDITION);
+}
+
+TEST_F(ServerTest, StoppedViewerDoesNotSlowTheTickOrOtherViewersAndMemoryStaysBounded) {
+  server::ServerOptions o;
+  o.tick_hz = 60;
+  start(o);
+  Connection ctl, fast;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(100, 60, 2.0, 0.9)).code(), v1::OK);  // 6000 bodies: ~100 kB snapshots
+  // The stalled viewer: a Hello, then never reads again.
+  Connection stalled;
+  ASSERT_TRUE(connect(stalled, v1::ROLE_VIEWER));
+  const int small = 4096;
+  setsockopt(stalled.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  ASSERT_TRUE(connect(fast, v1::ROLE_VIEWER));
+  v1::Command stats;
+  stats.mutable_get_stats()->set_reset_timing(true);
+  const v1::Stats before = call(ctl, stats).stats();
+  const std::size_t rss_before = rss_bytes();
+  const auto t_start = Clock::now();
+  std::uint64_t first = 0, last = 0, received = 0;
+  double worst_gap = 0;
+  auto previous = Clock::now();
+  while (Clock::now() - t_start < std::chrono::seconds(10)) {
+    v1::Snapshot s;
+    ASSERT_TRUE(next_snapshot(fast, &s));
+    const auto now = Clock::now();
+    if (received > 0) worst_gap = std::max(worst_gap, std::chrono::duration<double>(now - previous).count());
+    previous = now;
+    if (first == 0) first = s.tick();
+    last = s.tick();
+    ++received;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
+  stats.mutable_get_stats()->set_reset_timing(false);
+  const v1::Stats after = call(ctl, stats).stats();
+  const double rate = static_cast<double>(after.tick() - before.tick()) / seconds;
+  EXPECT_NEAR(rate, 60.0, 60.0 * 0.02) << "tick rate with a stalled viewer";
+  EXPECT_EQ(after.late_ticks(), 0u);
+  // The fast viewer saw (nearly) every tick, with no long gap.
+  EXPECT_GE(received, static_cast<std::uint64_t>(0.95 * static_cast<double>(last - first + 1)));
+  EXPECT_LT(worst_gap, 0.25);
+  // The stalled viewer's frames were replaced, not queued: ~600 snapshots of
+  // ~100 kB would be 60 MB.
+  EXPECT_GT(after.snapshots_skipped(), 100u);
+  EXPECT_LT(rss_bytes(), rss_before + (16u << 20));
+}
+
+TEST_F(ServerTest, BadInputIsRefusedAndNothingElseChanges) {
+  server::ServerOptions o;
+  o.token = "sesame";
+  start(o);
+  Connection ctl, watcher;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER, "sesame"));
+  ASSERT_TRUE(connect(watcher, v1::ROLE_VIEWER));
+  ASSERT_EQ(call(ctl, spawn_grid(10, 10)).code(), v1::OK);
+  v1::Command pause;
+  pause.mutable_pause();
+  ASSERT_EQ(call(ctl, pause).code(), v1::OK);
+  v1::Command get;
+  get.mutable_get_world();
+  const std::uint64_t hash = call(ctl, get).world().state_hash();
+
+  // Each raw attack on a fresh connection: an Error naming the problem, then close.
+  const auto expect_error = [&](const std::string& bytes, v1::ErrorCode code, const std::string& words) {
+    Connection raw;
+    v1::Hello hello;
+    hello.set_role(v1::ROLE_VIEWER);
+    ASSERT_TRUE(raw.connect(address(), hello)) << raw.error();
+    ASSERT_TRUE(raw.send_raw(bytes));
+    v1::ServerMessage m;
+    bool got_error = false;
+    while (raw.receive(&m, 5.0)) {
+      if (m.has_error()) {
+        got_error = true;
+        EXPECT_EQ(m.error().code(), code) << m.error().message();
+        EXPECT_NE(m.error().message().find(words), std::string::npos) << m.error().message();
+      }
+    }
+    EXPECT_TRUE(got_error) << "no Error for " << words;
+    EXPECT_FALSE(raw.connected()) << "connection stayed open after " << words;
+  };
+  expect_error(std::string("\x05garbage\xff\xff\xff\xff", 12), v1::MALFORMED_FRAME, "not a ClientMessage");
+  expect_error(std::string("\xff\xff\xff\xff\x0f", 5), v1::FRAME_TOO_LARGE, "over the limit");
+  expect_error(std::string("\xff\xff\xff\xff\xff\xff", 6), v1::MALFORMED_FRAME, "varint32");
+  {
+    // A second Hello.
+    v1::ClientMessage again;
+    again.mutable_hello()->set_protocol_version(1);
+    expect_error(proto::encode_frame(again), v1::PROTOCOL_VIOLATION, "second Hello");
+  }
+  {
+    // A truncated frame, then the client leaves: nothing to answer, server fine.
+    Connection raw;
+    v1::Hello hello;
+    hello.set_role(v1::ROLE_VIEWER);
+    ASSERT_TRUE(raw.connect(address(), hello));
+    ASSERT_TRUE(raw.send_raw(std::string("\x40\x12\x03", 3)));
+    raw.close();
+  }
+  // Wrong version, wrong token, no token.
+  for (const auto& [version, role, token, code] :
+       {std::tuple{2u, v1::ROLE_VIEWER, "", v1::UNSUPPORTED_VERSION},
+        std::tuple{1u, v1::ROLE_CONTROLLER, "open", v1::UNAUTHENTICATED},
+        std::tuple{1u, v1::ROLE_CONTROLLER, "", v1::UNAUTHENTICATED}}) {
+    Connection c;
+    v1::Hello hello;
+    hello.set_protocol_version(version);
+    hello.set_role(role);
+    hello.set_token(token);
+    EXPECT_FALSE(c.connect(address(), hello));
+    EXPECT_NE(c.error().find(client::code_name(code)), std::string::npos) << c.error();
+  }
+  // A viewer's command is refused but the viewer stays connected.
+  {
+    v1::Command spawn = spawn_grid(2, 2);
+    spawn.set_request_id(5);
+    v1::CommandResult r;
+    ASSERT_TRUE(watcher.call(spawn, &r)) << watcher.error();
+    EXPECT_EQ(r.code(), v1::PERMISSION_DENIED);
+    EXPECT_NE(r.message().find("read-only"), std::string::npos);
+  }
+  // Bad commands: error results, connection open.
+  v1::Command nan_spawn;
+  v1::Body& b = *nan_spawn.mutable_spawn()->add_bodies();
+  b.mutable_position()->set_x(std::numeric_limits<double>::quiet_NaN());
+  b.set_radius(1);
+  v1::CommandResult r = call(ctl, nan_spawn);
+  EXPECT_EQ(r.code(), v1::INVALID_ARGUMENT);
+  EXPECT_NE(r.message().find("position"), std::string::npos) << r.message();
+  v1::Command huge;
+  v1::RandomBoxGenerator& g = *huge.mutable_spawn()->add_generators()->mutable_random_box();
+  g.mutable_max()->set_x(100);
+  g.mutable_max()->set_y(100);
+  g.set_count(1000000000);
+  g.mutable_radius()->set_min(0.1);
+  g.mutable_radius()->set_max(0.1);
+  const auto t = Clock::now();
+  r = call(ctl, huge);
+  EXPECT_EQ(r.code(), v1::RESOURCE_EXHAUSTED) << r.message();
+  EXPECT_NE(r.message().find("count"), std::string::npos) << r.message();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t).count(), 1.0);
+  v1::Command bad_solver;
+  bad_solver.mutable_set_params()->mutable_params()->set_solver(static_cast<v1::Solver>(42));
+  EXPECT_EQ(call(ctl, bad_solver).code(), v1::INVALID_ARGUMENT);
+  v1::Command overflow;
+  overflow.mutable_step()->set_count(std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(call(ctl, overflow).code(), v1::OUT_OF_RANGE);
+  v1::Command unknown;
+  unknown.mutable_remove()->add_ids(999999);
+  EXPECT_EQ(call(ctl, unknown).code(), v1::NOT_FOUND);
+
+  // The world is as it was, and the other clients are still served.
+  EXPECT_EQ(call(ctl, get).world().state_hash(), hash);
+  v1::Command ping;
+  ping.mutable_ping();
+  EXPECT_EQ(call(ctl, ping).code(), v1::OK);
+  v1::Command resume;
+  resume.mutable_resume();
+  ASSERT_EQ(call(ctl, resume).code(), v1::OK);
+  v1::Snapshot s;
+  EXPECT_TRUE(next_snapshot(watcher, &s));
+}
+
+TEST_F(ServerTest, HandshakeTimeoutAndConnectionCapAreExplicit) {
+  server::ServerOptions o;
+  o.max_clients = 2;
+  o.handshake_timeout_s = 0.3;
+  start(o);
+  Connection a, b;
+  ASSERT_TRUE(connect(a, v1::ROLE_VIEWER));
+  ASSERT_TRUE(connect(b, v1::ROLE_VIEWER));
+  Connection c;
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_VIEWER);
+  EXPECT_FALSE(c.connect(address(), hello));
+  EXPECT_NE(c.error().find("SERVER_FULL"), std::string::npos) << c.error();
+  b.close();
+  // A slot frees up once the server notices b left.
+  bool joined = false;
+  for (int i = 0; i < 50 && !joined; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    joined = c.connect(address(), hello);
+  }
+  EXPECT_TRUE(joined) << c.error();
+  // A client that never says Hello is told why and dropped.
+  c.close();
+  Connection silent;
+  v1::ServerMessage m;
+  ASSERT_TRUE(silent.open(address())) << silent.error();
+  ASSERT_TRUE(silent.receive(&m, 3.0)) << silent.error();
+  ASSERT_TRUE(m.has_error());
+  EXPECT_EQ(m.error().code(), v1::TIMEOUT);
+}
+
+TEST_F(ServerTest, ManyConnectCyclesLeakNoDescriptor) {
+  start();
+  {
+    Connection warm;
+    ASSERT_TRUE(connect(warm, v1::ROLE_VIEWER));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::size_t before = open_fds();
+  for (int i = 0; i < 200; ++i) {
+    Connection c;
+    ASSERT_TRUE(connect(c, i % 2 == 0 ? v1::ROLE_VIEWER : v1::ROLE_CONTROLLER)) << "cycle " << i;
+  }
+  // The server closes its side as it notices each departure.
+  std::size_t after = open_fds();
+  for (int i = 0; i < 100 && after > before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    after = open_fds();
+  }
+  EXPECT_LE(after, before);
+}
+
+TEST_F(ServerTest, StopSaysGoodbyeToEveryClient) {
+  start();
+  std::vector<Connection> clients(3);
+  for (auto& c : clients) ASSERT_TRUE(connect(c, v1::ROLE_VIEWER));
+  std::thread stopper([&] { server_->stop("maintenance"); });
+  for (auto& c : clients) {
+    v1::ServerMessage m;
+    bool goodbye = false;
+    while (c.receive(&m, 5.0)) {
+      if (m.has_goodbye()) {
+        goodbye = true;
+        EXPECT_EQ(m.goodbye().reason(), "maintenance");
+      }
+    }
+    EXPECT_TRUE(goodbye) << c.error();
+  }
+  stopper.join();
+}
+
+}  // namespace
+}  // namespace carom
