@@ -16,6 +16,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "carom/client/connection.hpp"
 #include "server.hpp"
@@ -107,6 +109,9 @@ int run_net_bench(const NetBenchOptions& o) {
     std::cerr << "carom-bench: " << s.message() << "\n";
     return 2;
   }
+  // The server's connection log would drown the figures: warnings only, to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("carom-server"));
+  spdlog::set_level(spdlog::level::warn);
   server::ServerOptions so;
   so.port = 0;
   so.tick_hz = o.tick_hz;

@@ -1,0 +1,174 @@
+// The carom-server binary itself: command line, SIGTERM with Goodbye, the
+// state file surviving a restart, refusing an open bind without a token.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "carom/client/connection.hpp"
+
+namespace carom {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ServerProcess {
+ public:
+  // Starts carom-server with `args` plus --port 0 --port-file; waits until it listens.
+  explicit ServerProcess(std::vector<std::string> args, bool expect_listen = true) {
+    port_file_ = fs::temp_directory_path() / ("carom-port-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(counter_++));
+    fs::remove(port_file_);
+    log_ = port_file_.string() + ".log";
+    args.insert(args.begin(), CAROM_SERVER_BIN);
+    args.insert(args.end(), {"--port", "0", "--port-file", port_file_.string()});
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 2);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      std::_Exit(127);
+    }
+    if (!expect_listen) return;
+    for (int i = 0; i < 200 && !fs::exists(port_file_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    std::ifstream(port_file_) >> port_;
+  }
+  ~ServerProcess() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    fs::remove(port_file_);
+    fs::remove(log_);
+  }
+  std::uint16_t port() const { return port_; }
+  void signal(int sig) { ::kill(pid_, sig); }
+  // Exit status, or -1 if it did not exit within the time.
+  int wait_exit(double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  std::string log() const {
+    std::ifstream in(log_);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+ private:
+  static inline int counter_ = 0;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  fs::path port_file_;
+  std::string log_;
+  std::uint16_t port_ = 0;
+};
+
+client::Connection connect(std::uint16_t port, v1::Role role) {
+  client::Connection c;
+  v1::Hello hello;
+  hello.set_role(role);
+  hello.set_client_name("server_process_test");
+  EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
+  return c;
+}
+
+v1::CommandResult call(client::Connection& c, v1::Command command) {
+  v1::CommandResult r;
+  EXPECT_TRUE(c.call(std::move(command), &r)) << c.error();
+  EXPECT_EQ(r.code(), v1::OK) << r.message();
+  return r;
+}
+
+TEST(ServerProcess, SigtermSaysGoodbyeSavesAndTheStateComesBack) {
+  const fs::path state = fs::temp_directory_path() / ("carom-state-" + std::to_string(::getpid()) + ".pb");
+  fs::remove(state);
+  std::uint64_t hash = 0;
+  {
+    ServerProcess server({"--state", state.string(), "--threads", "1"});
+    ASSERT_NE(server.port(), 0) << server.log();
+    client::Connection ctl = connect(server.port(), v1::ROLE_CONTROLLER);
+    v1::Command spawn;
+    v1::RandomBoxGenerator& g = *spawn.mutable_spawn()->add_generators()->mutable_random_box();
+    g.mutable_min()->set_x(5);
+    g.mutable_min()->set_y(5);
+    g.mutable_max()->set_x(95);
+    g.mutable_max()->set_y(95);
+    g.set_count(500);
+    g.mutable_radius()->set_min(0.3);
+    g.mutable_radius()->set_max(0.8);
+    g.mutable_speed()->set_min(1);
+    g.mutable_speed()->set_max(5);
+    g.set_seed(7);
+    call(ctl, spawn);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // some ticks with motion
+    v1::Command pause;
+    pause.mutable_pause();
+    call(ctl, pause);
+    v1::Command get;
+    get.mutable_get_world();
+    hash = call(ctl, get).world().state_hash();
+    ASSERT_NE(hash, 0u);
+    client::Connection viewer = connect(server.port(), v1::ROLE_VIEWER);
+    server.signal(SIGTERM);
+    v1::ServerMessage m;
+    bool goodbye = false;
+    while (viewer.receive(&m, 5.0)) goodbye = goodbye || m.has_goodbye();
+    EXPECT_TRUE(goodbye) << viewer.error();
+    EXPECT_EQ(server.wait_exit(10.0), 0) << server.log();
+    EXPECT_NE(server.log().find("saved the world"), std::string::npos) << server.log();
+  }
+  ASSERT_TRUE(fs::exists(state));
+  ServerProcess again({"--state", state.string(), "--threads", "2"});
+  ASSERT_NE(again.port(), 0) << again.log();
+  client::Connection ctl = connect(again.port(), v1::ROLE_CONTROLLER);
+  EXPECT_TRUE(ctl.welcome().paused());
+  v1::Command get;
+  get.mutable_get_world();
+  const v1::CommandResult r = call(ctl, get);
+  EXPECT_EQ(r.world().state_hash(), hash);
+  EXPECT_EQ(r.world().id_size(), 500);
+  fs::remove(state);
+}
+
+TEST(ServerProcess, RefusesAnOpenBindWithoutAToken) {
+  ServerProcess server({"--bind", "0.0.0.0"}, false);
+  EXPECT_EQ(server.wait_exit(10.0), 1);
+  EXPECT_NE(server.log().find("--token"), std::string::npos) << server.log();
+}
+
+TEST(ServerProcess, ScenarioErrorsNameFileAndLine) {
+  const fs::path bad = fs::temp_directory_path() / ("carom-bad-" + std::to_string(::getpid()) + ".txtpb");
+  std::ofstream(bad) << "name: \"bad\"\n"
+                        "bodies { position { x: 1 y: 1 } radius: 0.5 }\n"
+                        "bodies { position { x: 5 y: 5 } radius: -2 }\n";
+  ServerProcess server({"--scenario", bad.string()}, false);
+  EXPECT_EQ(server.wait_exit(10.0), 1);
+  const std::string log = server.log();
+  EXPECT_NE(log.find(bad.string() + ":3"), std::string::npos) << log;
+  EXPECT_NE(log.find("radius"), std::string::npos) << log;
+  fs::remove(bad);
+}
+
+}  // namespace
+}  // namespace carom
