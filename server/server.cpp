@@ -246,6 +246,8 @@ void Server::Impl::run_sim() {
     // 1. Commands, at the tick boundary, in arrival order (then the script).
     apply_commands(commands);
     sim->run_script();
+    // New connections' Welcome must already show what the commands changed.
+    if (!commands.empty()) publish_public();
     const auto now = Clock::now();
     if (sim->should_step() && (fast || sim->paused() || now >= next)) {
       const auto t0 = Clock::now();

@@ -1,0 +1,768 @@
+// carom-ctl commands: one connection, one request (or a script), one result.
+// Command errors go to stderr as "carom-ctl: COMMAND: CODE: message" (or
+// "FILE:LINE: CODE: message" when the request came from a scenario file) and
+// exit 1; a connection that cannot be made or breaks exits 2.
+
+#include "commands.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <google/protobuf/text_format.h>
+#include <nlohmann/json.hpp>
+
+#include "carom/client/connection.hpp"
+#include "carom/proto/framing.hpp"
+#include "carom/proto/text.hpp"
+#include "output.hpp"
+#include "values.hpp"
+
+namespace carom::ctl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void on_interrupt(int) { g_interrupted = 1; }
+
+/// SIGINT / SIGTERM set g_interrupted. No SA_RESTART: a blocked poll()
+/// returns, and the receive loops look at the flag at least every 250 ms.
+void catch_interrupts() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void print_error(const std::string& what) { std::fprintf(stderr, "carom-ctl: %s\n", what.c_str()); }
+
+/// One controller connection.
+class Session {
+ public:
+  explicit Session(const Globals& g) : g_(g) {}
+
+  /// Connects and says Hello as a controller; prints why not and returns false.
+  bool open(const v1::SnapshotWishes* wishes = nullptr) {
+    client::Address address;
+    std::string error;
+    if (!client::parse_address(g_.server, &address, &error)) {
+      print_error(error);
+      return false;
+    }
+    v1::Hello hello;
+    hello.set_role(v1::ROLE_CONTROLLER);
+    hello.set_client_name("carom-ctl");
+    hello.set_token(g_.token);
+    if (wishes != nullptr) *hello.mutable_wishes() = *wishes;
+    if (!connection_.connect(address, std::move(hello), g_.timeout_s)) {
+      print_error(connection_.error());
+      return false;
+    }
+    return true;
+  }
+
+  /// Sends `command` and waits for its result (extra_s on top of the
+  /// timeout); prints why not and returns false when no result came.
+  bool call(v1::Command command, v1::CommandResult* result, double extra_s = 0.0) {
+    command.clear_request_id();
+    const std::string name = command_name(command);
+    if (!connection_.call(std::move(command), result, g_.timeout_s + extra_s)) {
+      print_error(name + ": " + connection_.error());
+      return false;
+    }
+    return true;
+  }
+
+  client::Connection& connection() { return connection_; }
+  const v1::Welcome& welcome() const { return connection_.welcome(); }
+
+ private:
+  const Globals& g_;
+  client::Connection connection_;
+};
+
+/// Prints a result: JSON with --json, else `print_ok` on success; command
+/// errors go to stderr. Returns the exit status.
+int finish(const Globals& g, const std::string& name, const v1::CommandResult& result,
+           const std::function<void()>& print_ok) {
+  if (g.json) std::printf("%s\n", to_json(result).c_str());
+  if (result.code() != v1::OK) {
+    print_error(name + ": " + client::code_name(result.code()) + ": " + result.message());
+    return kExitCommandError;
+  }
+  if (!g.json) print_ok();
+  return kExitOk;
+}
+
+/// Connect, send one command, print the result.
+int run_one(const Globals& g, v1::Command command, const std::function<void(const v1::CommandResult&)>& print_ok,
+            double extra_s = 0.0) {
+  Session session(g);
+  if (!session.open()) return kExitUsage;
+  const std::string name = command_name(command);
+  v1::CommandResult result;
+  if (!session.call(std::move(command), &result, extra_s)) return kExitUsage;
+  return finish(g, name, result, [&] { print_ok(result); });
+}
+
+unsigned long long ull(std::uint64_t v) { return static_cast<unsigned long long>(v); }
+
+/// The line in a parsed scenario that a server message points at: the
+/// deepest located part of its leading field path, tried as given and
+/// under each prefix in `prefixes` (so "bodies[3].radius" and
+/// "spawn.bodies[3].radius" both land). 0 when nothing matches.
+int line_for_message(const v1::Scenario& scenario, const proto::TextLocations& locations, const std::string& message,
+                     const std::vector<std::string>& prefixes) {
+  std::string path = leading_field_path(message);
+  for (const char* strip : {"load_scenario.", "scenario."}) {
+    if (path.rfind(strip, 0) == 0) path.erase(0, std::strlen(strip));
+  }
+  int line = 0;
+  for (const auto& prefix : prefixes) {
+    const std::string full = path.empty() ? prefix : (prefix.empty() ? path : prefix + "." + path);
+    if (!full.empty()) line = std::max(line, locations.line_of(scenario, full));
+  }
+  return line;
+}
+
+/// "FILE:LINE: CODE: message" (or "FILE: ..." when the line is unknown).
+void print_located(const std::string& file, int line, const v1::CommandResult& result) {
+  const std::string where = line > 0 ? file + ":" + std::to_string(line) : file;
+  std::fprintf(stderr, "%s: %s: %s\n", where.c_str(), client::code_name(result.code()).c_str(),
+               result.message().c_str());
+}
+
+bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      *error = temp + ": cannot create: " + std::strerror(errno);
+      return false;
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      *error = temp + ": cannot write: " + std::strerror(errno);
+      std::remove(temp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    *error = path + ": cannot replace: " + std::strerror(errno);
+    std::remove(temp.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool is_text_name(const std::string& file) {
+  for (const char* ext : {".txtpb", ".textproto", ".txt", ".pbtxt"}) {
+    if (file.size() >= std::strlen(ext) && file.compare(file.size() - std::strlen(ext), std::string::npos, ext) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Extra seconds to wait for the result of a Step of `count` ticks.
+double step_allowance(std::uint64_t count, double tick_hz) {
+  return static_cast<double>(count) / std::max(tick_hz, 1.0) * 1.5;
+}
+
+}  // namespace
+
+bool ParamsOptions::any() const {
+  return !gravity.empty() || !restitution.empty() || !damping.empty() || !solver.empty() || !substeps.empty() ||
+         !iterations.empty() || !dt.empty() || !density.empty() || !tick_hz.empty() || !bounds.empty() || unbounded;
+}
+
+v1::Command make_spawn(const SpawnOptions& o) {
+  v1::Command command;
+  auto* spawn = command.mutable_spawn();
+  for (const auto& text : o.bodies) {
+    const auto v = parse_numbers(text, "--body", {2, 4, 5, 6});
+    auto* body = spawn->add_bodies();
+    body->mutable_position()->set_x(v[0]);
+    body->mutable_position()->set_y(v[1]);
+    if (v.size() >= 4) {
+      body->mutable_velocity()->set_x(v[2]);
+      body->mutable_velocity()->set_y(v[3]);
+    }
+    body->set_radius(v.size() >= 5 ? v[4] : kDefaultRadius);
+    if (v.size() == 6) body->set_mass(v[5]);
+  }
+
+  const int generators = int{!o.grid.empty()} + int{!o.random_box.empty()} + int{!o.random_disc.empty()};
+  if (generators > 1) throw UsageError("spawn: give at most one of --grid, --random-box, --random-disc");
+  auto reject = [](const std::string& value, const char* option, const char* for_what) {
+    if (!value.empty()) throw UsageError(std::string("spawn: ") + option + " is only for " + for_what);
+  };
+  if (generators == 0) {
+    for (const auto& [value, option] :
+         std::initializer_list<std::pair<const std::string*, const char*>>{
+             {&o.count, "--count"}, {&o.columns, "--columns"}, {&o.rows, "--rows"}, {&o.spacing, "--spacing"},
+             {&o.radius, "--radius"}, {&o.speed, "--speed"}, {&o.velocity, "--velocity"}, {&o.seed, "--seed"},
+             {&o.mass, "--mass"}}) {
+      if (!value->empty()) throw UsageError(std::string("spawn: ") + option + " needs a generator (--grid, --random-box or --random-disc)");
+    }
+    if (o.bodies.empty()) {
+      throw UsageError("spawn: nothing to spawn (give --body, --grid, --random-box or --random-disc)");
+    }
+    return command;
+  }
+
+  auto* generator = spawn->add_generators();
+  if (!o.grid.empty()) {
+    for (const auto& [value, option] : std::initializer_list<std::pair<const std::string*, const char*>>{
+             {&o.count, "--count"}, {&o.speed, "--speed"}, {&o.seed, "--seed"}}) {
+      reject(*value, option, "--random-box and --random-disc");
+    }
+    if (o.columns.empty() || o.rows.empty()) throw UsageError("spawn: --grid needs --columns and --rows");
+    auto* grid = generator->mutable_grid();
+    *grid->mutable_origin() = parse_vec2(o.grid, "--grid");
+    grid->set_columns(parse_uint32(o.columns, "--columns"));
+    grid->set_rows(parse_uint32(o.rows, "--rows"));
+    const double radius = o.radius.empty() ? kDefaultRadius : parse_double(o.radius, "--radius");
+    grid->set_radius(radius);
+    grid->set_spacing(o.spacing.empty() ? 2.2 * radius : parse_double(o.spacing, "--spacing"));
+    if (!o.velocity.empty()) *grid->mutable_velocity() = parse_vec2(o.velocity, "--velocity");
+    if (!o.mass.empty()) grid->set_mass(parse_double(o.mass, "--mass"));
+    return command;
+  }
+
+  for (const auto& [value, option] : std::initializer_list<std::pair<const std::string*, const char*>>{
+           {&o.columns, "--columns"}, {&o.rows, "--rows"}, {&o.spacing, "--spacing"}, {&o.velocity, "--velocity"}}) {
+    reject(*value, option, "--grid");
+  }
+  if (o.count.empty()) throw UsageError("spawn: --random-box and --random-disc need --count");
+  const std::uint32_t count = parse_uint32(o.count, "--count");
+  const v1::Range radius = o.radius.empty() ? parse_range("0.5", "--radius") : parse_range(o.radius, "--radius");
+  const v1::Range speed = o.speed.empty() ? parse_range("0", "--speed") : parse_range(o.speed, "--speed");
+  const std::uint64_t seed = o.seed.empty() ? 1 : parse_uint(o.seed, "--seed");
+  const double mass = o.mass.empty() ? 0.0 : parse_double(o.mass, "--mass");
+  if (!o.random_box.empty()) {
+    const auto v = parse_numbers(o.random_box, "--random-box", {4});
+    auto* box = generator->mutable_random_box();
+    box->mutable_min()->set_x(v[0]);
+    box->mutable_min()->set_y(v[1]);
+    box->mutable_max()->set_x(v[2]);
+    box->mutable_max()->set_y(v[3]);
+    box->set_count(count);
+    *box->mutable_radius() = radius;
+    *box->mutable_speed() = speed;
+    box->set_seed(seed);
+    box->set_mass(mass);
+  } else {
+    const auto v = parse_numbers(o.random_disc, "--random-disc", {3});
+    auto* disc = generator->mutable_random_disc();
+    disc->mutable_center()->set_x(v[0]);
+    disc->mutable_center()->set_y(v[1]);
+    disc->set_disc_radius(v[2]);
+    disc->set_count(count);
+    *disc->mutable_radius() = radius;
+    *disc->mutable_speed() = speed;
+    disc->set_seed(seed);
+    disc->set_mass(mass);
+  }
+  return command;
+}
+
+v1::Command make_set_params(const ParamsOptions& o) {
+  v1::Command command;
+  auto* p = command.mutable_set_params()->mutable_params();
+  if (!o.gravity.empty()) *p->mutable_gravity() = parse_vec2(o.gravity, "--gravity");
+  if (!o.restitution.empty()) p->set_restitution(parse_double(o.restitution, "--restitution"));
+  if (!o.damping.empty()) p->set_linear_damping(parse_double(o.damping, "--damping"));
+  if (o.solver == "discrete") p->set_solver(v1::SOLVER_DISCRETE);
+  if (o.solver == "verlet") p->set_solver(v1::SOLVER_VERLET);
+  if (!o.solver.empty() && !p->has_solver()) throw UsageError("--solver '" + o.solver + "': expected discrete or verlet");
+  if (!o.substeps.empty()) p->set_substeps(parse_uint32(o.substeps, "--substeps"));
+  if (!o.iterations.empty()) p->set_iterations(parse_uint32(o.iterations, "--iterations"));
+  if (!o.dt.empty()) p->set_dt(parse_double(o.dt, "--dt"));
+  if (!o.density.empty()) p->set_density(parse_double(o.density, "--density"));
+  if (!o.tick_hz.empty()) p->set_tick_hz(parse_double(o.tick_hz, "--tick-hz"));
+  if (!o.bounds.empty() && o.unbounded) throw UsageError("params: give --bounds or --unbounded, not both");
+  if (!o.bounds.empty()) {
+    const auto v = parse_numbers(o.bounds, "--bounds", {4});
+    auto* b = p->mutable_bounds();
+    b->set_walled(true);
+    b->mutable_min()->set_x(v[0]);
+    b->mutable_min()->set_y(v[1]);
+    b->mutable_max()->set_x(v[2]);
+    b->mutable_max()->set_y(v[3]);
+  }
+  if (o.unbounded) p->mutable_bounds()->set_walled(false);
+  return command;
+}
+
+int run_ping(const Globals& g) {
+  Session session(g);
+  if (!session.open()) return kExitUsage;
+  v1::Command command;
+  command.mutable_ping();
+  v1::CommandResult result;
+  const auto start = Clock::now();
+  if (!session.call(command, &result)) return kExitUsage;
+  const double rtt_ms = seconds_since(start) * 1e3;
+  if (g.json) {
+    auto json = nlohmann::ordered_json::parse(to_json(result));
+    json["rtt_ms"] = rtt_ms;
+    std::printf("%s\n", json.dump().c_str());
+  }
+  if (result.code() != v1::OK) {
+    print_error("ping: " + client::code_name(result.code()) + ": " + result.message());
+    return kExitCommandError;
+  }
+  if (!g.json) {
+    std::printf("pong from %s (%s): %.3f ms, tick %llu\n", g.server.c_str(),
+                session.welcome().server_version().c_str(), rtt_ms, ull(result.tick()));
+  }
+  return kExitOk;
+}
+
+int run_spawn(const Globals& g, const SpawnOptions& options) {
+  return run_one(g, make_spawn(options), [](const v1::CommandResult& r) {
+    const auto& ids = r.spawned().ids();
+    if (ids.size() <= 20) {
+      std::printf("spawned %d bod%s:", ids.size(), ids.size() == 1 ? "y" : "ies");
+      for (const auto id : ids) std::printf(" %u", id);
+      std::printf("\n");
+    } else {
+      const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
+      std::printf("spawned %d bodies (ids %u..%u)\n", ids.size(), *lo, *hi);
+    }
+  });
+}
+
+int run_remove(const Globals& g, const std::vector<std::uint32_t>& ids, bool all) {
+  if (ids.empty() && !all) throw UsageError("remove: give body ids or --all");
+  if (!ids.empty() && all) throw UsageError("remove: give body ids or --all, not both");
+  v1::Command command;
+  auto* remove = command.mutable_remove();
+  remove->set_all(all);
+  for (const auto id : ids) remove->add_ids(id);
+  return run_one(g, command, [&](const v1::CommandResult& r) {
+    if (all) {
+      std::printf("removed all bodies (tick %llu)\n", ull(r.tick()));
+    } else {
+      std::printf("removed %zu bod%s (tick %llu)\n", ids.size(), ids.size() == 1 ? "y" : "ies", ull(r.tick()));
+    }
+  });
+}
+
+int run_set(const Globals& g, std::uint32_t id, const std::string& position, const std::string& velocity) {
+  if (position.empty() && velocity.empty()) throw UsageError("set: nothing to change (give --position and/or --velocity)");
+  v1::Command command;
+  auto* set = command.mutable_set_body();
+  set->set_id(id);
+  if (!position.empty()) *set->mutable_position() = parse_vec2(position, "--position");
+  if (!velocity.empty()) *set->mutable_velocity() = parse_vec2(velocity, "--velocity");
+  return run_one(g, command,
+                 [&](const v1::CommandResult& r) { std::printf("body %u set (tick %llu)\n", id, ull(r.tick())); });
+}
+
+int run_impulse(const Globals& g, std::uint32_t id, const std::string& impulse) {
+  v1::Command command;
+  command.mutable_apply_impulse()->set_id(id);
+  *command.mutable_apply_impulse()->mutable_impulse() = parse_vec2(impulse, "impulse");
+  return run_one(g, command, [&](const v1::CommandResult& r) {
+    std::printf("impulse applied to body %u (tick %llu)\n", id, ull(r.tick()));
+  });
+}
+
+int run_params(const Globals& g, const ParamsOptions& options) {
+  if (options.any()) {
+    return run_one(g, make_set_params(options),
+                   [](const v1::CommandResult& r) { std::printf("parameters set (tick %llu)\n", ull(r.tick())); });
+  }
+  Session session(g);
+  if (!session.open()) return kExitUsage;
+  const auto& welcome = session.welcome();
+  if (g.json) {
+    std::printf("%s\n", to_json(welcome.params()).c_str());
+  } else {
+    print_params(stdout, welcome.params());
+    std::printf("tick          %llu (%s)\n", ull(welcome.tick()), welcome.paused() ? "paused" : "running");
+  }
+  return kExitOk;
+}
+
+int run_pause(const Globals& g) {
+  v1::Command command;
+  command.mutable_pause();
+  return run_one(g, command, [](const v1::CommandResult& r) { std::printf("paused at tick %llu\n", ull(r.tick())); });
+}
+
+int run_resume(const Globals& g) {
+  v1::Command command;
+  command.mutable_resume();
+  return run_one(g, command, [](const v1::CommandResult& r) { std::printf("resumed at tick %llu\n", ull(r.tick())); });
+}
+
+int run_reset(const Globals& g) {
+  v1::Command command;
+  command.mutable_reset();
+  return run_one(g, command, [](const v1::CommandResult& r) { std::printf("reset at tick %llu\n", ull(r.tick())); });
+}
+
+int run_step(const Globals& g, std::uint64_t count) {
+  Session session(g);
+  if (!session.open()) return kExitUsage;
+  v1::Command command;
+  command.mutable_step()->set_count(count);
+  v1::CommandResult result;
+  if (!session.call(command, &result, step_allowance(count, session.welcome().tick_hz()))) return kExitUsage;
+  return finish(g, "step", result, [&] {
+    std::printf("stepped %llu tick%s, now at tick %llu\n", ull(count), count == 1 ? "" : "s", ull(result.tick()));
+  });
+}
+
+int run_load(const Globals& g, const std::string& name_or_file) {
+  std::error_code ec;
+  const bool is_file = std::filesystem::is_regular_file(name_or_file, ec);
+  v1::Command command;
+  v1::Scenario scenario;
+  proto::TextLocations locations;
+  if (is_file) {
+    std::string error;
+    if (!proto::parse_text_file(name_or_file, &scenario, &error, &locations)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return kExitCommandError;
+    }
+    *command.mutable_load_scenario()->mutable_scenario() = scenario;
+  } else if (name_or_file.find('/') != std::string::npos || is_text_name(name_or_file)) {
+    // Looks like a path, not a scenario name: the file is missing.
+    std::fprintf(stderr, "%s: no such file\n", name_or_file.c_str());
+    return kExitCommandError;
+  } else {
+    command.mutable_load_scenario()->set_name(name_or_file);
+  }
+  Session session(g);
+  if (!session.open()) return kExitUsage;
+  v1::CommandResult result;
+  if (!session.call(command, &result)) return kExitUsage;
+  if (g.json) std::printf("%s\n", to_json(result).c_str());
+  if (result.code() != v1::OK) {
+    if (is_file) {
+      print_located(name_or_file, line_for_message(scenario, locations, result.message(), {""}), result);
+    } else {
+      print_error("load: " + client::code_name(result.code()) + ": " + result.message());
+    }
+    return kExitCommandError;
+  }
+  if (!g.json) {
+    const std::string name = is_file ? scenario.name() : name_or_file;
+    std::printf("loaded scenario '%s'%s at tick %llu\n", name.c_str(),
+                is_file ? (" from " + name_or_file).c_str() : "", ull(result.tick()));
+  }
+  return kExitOk;
+}
+
+int run_save(const Globals& g, const std::string& file) {
+  Session session(g);
+  if (!session.open()) return kExitUsage;
+  v1::Command command;
+  command.mutable_save_world();
+  v1::CommandResult result;
+  if (!session.call(command, &result)) return kExitUsage;
+  if (result.code() == v1::OK && !result.has_world()) {
+    print_error("save: the server's result has no world");
+    return kExitCommandError;
+  }
+  std::string bytes;
+  if (result.code() == v1::OK) {
+    result.world().SerializeToString(&bytes);
+    std::string error;
+    if (!write_file_atomically(file, bytes, &error)) {
+      print_error("save: " + error);
+      return kExitCommandError;
+    }
+  }
+  // The world itself is in FILE; --json prints the result without it.
+  v1::CommandResult summary = result;
+  summary.clear_world();
+  return finish(g, "save", summary, [&] {
+    std::printf("saved %d bodies at tick %llu to %s (%zu bytes)\n", result.world().id_size(),
+                ull(result.world().tick()), file.c_str(), bytes.size());
+  });
+}
+
+int run_load_world(const Globals& g, const std::string& file) {
+  std::string bytes;
+  if (!proto::read_file(file, &bytes)) {
+    std::fprintf(stderr, "%s: cannot read the file\n", file.c_str());
+    return kExitCommandError;
+  }
+  v1::Command command;
+  auto* world = command.mutable_load_world()->mutable_world();
+  const bool text = is_text_name(file);
+  if (text || !world->ParseFromString(bytes)) {
+    std::string error;
+    world->Clear();
+    if (!proto::parse_text(bytes, file, world, &error)) {
+      std::fprintf(stderr, "%s\n",
+                   text ? error.c_str() : (file + ": neither a binary nor a text-format SavedWorld").c_str());
+      return kExitCommandError;
+    }
+  }
+  const int bodies = world->id_size();
+  if (const std::size_t size = command.ByteSizeLong(); size > proto::kDefaultMaxClientFrame) {
+    std::fprintf(stderr,
+                 "carom-ctl: note: this world is %zu bytes, over the server's default frame limit of %zu "
+                 "(carom-server --max-frame-bytes)\n",
+                 size, proto::kDefaultMaxClientFrame);
+  }
+  return run_one(g, command, [&](const v1::CommandResult& r) {
+    std::printf("loaded world from %s: %d bodies (tick %llu)\n", file.c_str(), bodies, ull(r.tick()));
+  });
+}
+
+int run_get_world(const Globals& g, WorldFormat format) {
+  Session session(g);
+  if (!session.open()) return kExitUsage;
+  v1::Command command;
+  command.mutable_get_world();
+  v1::CommandResult result;
+  if (!session.call(command, &result)) return kExitUsage;
+  if (format == WorldFormat::kJson && !g.json) {
+    if (result.code() != v1::OK) return finish(g, "get_world", result, [] {});
+    std::printf("%s\n", to_json(result.world()).c_str());
+    return kExitOk;
+  }
+  return finish(g, "get_world", result, [&] {
+    if (format == WorldFormat::kText) {
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(result.world(), &text);
+      std::fputs(text.c_str(), stdout);
+    } else {
+      print_world_table(stdout, result.world());
+    }
+  });
+}
+
+int run_stats(const Globals& g, bool reset_timing) {
+  v1::Command command;
+  command.mutable_get_stats()->set_reset_timing(reset_timing);
+  return run_one(g, command, [](const v1::CommandResult& r) { print_stats(stdout, r.stats()); });
+}
+
+int run_watch(const Globals& g, double seconds) {
+  Session session(g);
+  v1::SnapshotWishes wishes;
+  wishes.set_omit_bodies(true);
+  if (!session.open(&wishes)) return kExitUsage;
+  catch_interrupts();
+  auto& connection = session.connection();
+
+  const auto start = Clock::now();
+  auto window_start = start;
+  auto last_message = start;
+  std::uint64_t window_bytes = connection.bytes_received();
+  std::uint64_t window_snapshots = 0;
+  v1::Stats stats;
+  std::uint64_t tick = session.welcome().tick();
+  bool paused = session.welcome().paused();
+
+  while (g_interrupted == 0) {
+    double wait = std::min(0.25, std::max(0.0, 1.0 - seconds_since(window_start)));
+    if (seconds > 0) wait = std::min(wait, seconds - seconds_since(start));
+    v1::ServerMessage message;
+    if (connection.receive(&message, std::max(wait, 0.001))) {
+      last_message = Clock::now();
+      if (message.has_snapshot()) {
+        stats = message.snapshot().stats();
+        tick = message.snapshot().tick();
+        paused = message.snapshot().paused();
+        ++window_snapshots;
+      } else if (message.has_heartbeat()) {
+        tick = message.heartbeat().tick();
+        paused = true;
+      } else if (message.has_goodbye()) {
+        print_error("watch: the server said goodbye: " + message.goodbye().reason());
+        return kExitUsage;
+      } else if (message.has_error()) {
+        print_error("watch: " + client::code_name(message.error().code()) + ": " + message.error().message());
+        return kExitUsage;
+      }
+    } else if (!connection.connected()) {
+      print_error("watch: " + connection.error());
+      return kExitUsage;
+    }
+    if (!paused && seconds_since(last_message) > std::max(g.timeout_s, 3.0)) {
+      print_error(format("watch: nothing from the server for %.1f s", seconds_since(last_message)));
+      return kExitUsage;
+    }
+    // poll() counts whole milliseconds, so a window may end a little early.
+    const double window = seconds_since(window_start);
+    if (window >= 0.995) {
+      if (window_snapshots == 0) {
+        // No snapshot flows while paused: ask for the stats instead.
+        v1::Command command;
+        command.mutable_get_stats();
+        v1::CommandResult result;
+        if (!session.call(command, &result)) return kExitUsage;
+        if (result.code() == v1::OK && result.has_stats()) {
+          stats = result.stats();
+          tick = stats.tick();
+          paused = stats.paused();
+        }
+        last_message = Clock::now();
+      }
+      const double snapshots_per_s = static_cast<double>(window_snapshots) / window;
+      const double kb_per_s = static_cast<double>(connection.bytes_received() - window_bytes) / window / 1e3;
+      if (g.json) {
+        nlohmann::ordered_json line = {{"tick", tick},
+                               {"bodies", stats.bodies()},
+                               {"contacts", stats.contacts()},
+                               {"kinetic_energy", stats.kinetic_energy()},
+                               {"step_ms", stats.step_seconds() * 1e3},
+                               {"snapshots_per_s", snapshots_per_s},
+                               {"kb_per_s", kb_per_s},
+                               {"paused", paused}};
+        std::printf("%s\n", line.dump().c_str());
+      } else {
+        std::printf("tick %llu  bodies %u  contacts %llu  KE %.5g J  step %.2f ms  %.1f snap/s  %.1f kB/s%s\n",
+                    ull(tick), stats.bodies(), ull(stats.contacts()), stats.kinetic_energy(),
+                    stats.step_seconds() * 1e3, snapshots_per_s, kb_per_s, paused ? "  paused" : "");
+      }
+      std::fflush(stdout);
+      window_start = Clock::now();
+      window_bytes = connection.bytes_received();
+      window_snapshots = 0;
+    }
+    if (seconds > 0 && seconds_since(start) >= seconds - 0.005) break;
+  }
+  return kExitOk;
+}
+
+int run_play(const Globals& g, const std::string& file, bool load) {
+  v1::Scenario scenario;
+  proto::TextLocations locations;
+  std::string error;
+  if (!proto::parse_text_file(file, &scenario, &error, &locations)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return kExitCommandError;
+  }
+  Session session(g);
+  v1::SnapshotWishes wishes;
+  wishes.set_omit_bodies(true);
+  if (!session.open(&wishes)) return kExitUsage;
+  catch_interrupts();
+  auto& connection = session.connection();
+  std::uint64_t tick = session.welcome().tick();
+  bool paused = session.welcome().paused();
+  const double tick_hz = session.welcome().tick_hz();
+
+  if (load) {
+    v1::Command command;
+    auto* inline_scenario = command.mutable_load_scenario()->mutable_scenario();
+    *inline_scenario = scenario;
+    inline_scenario->clear_script();
+    v1::CommandResult result;
+    if (!session.call(command, &result)) return kExitUsage;
+    if (g.json) std::printf("%s\n", to_json(result).c_str());
+    if (result.code() != v1::OK) {
+      print_located(file, line_for_message(scenario, locations, result.message(), {""}), result);
+      return kExitCommandError;
+    }
+    if (!g.json) std::printf("%s: loaded scenario '%s' at tick %llu\n", file.c_str(), scenario.name().c_str(), ull(result.tick()));
+    tick = std::max(tick, result.tick());
+  } else {
+    // The tick at which play starts: the newest the server has shown.
+    v1::ServerMessage message;
+    if (connection.receive(&message, std::min(g.timeout_s, 1.5))) {
+      if (message.has_snapshot()) tick = message.snapshot().tick();
+      if (message.has_heartbeat()) tick = message.heartbeat().tick();
+    }
+  }
+  const std::uint64_t start = tick;
+
+  // Script order: by tick, then as written.
+  std::vector<int> order(static_cast<std::size_t>(scenario.script_size()));
+  for (int i = 0; i < scenario.script_size(); ++i) order[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return scenario.script(a).tick() < scenario.script(b).tick(); });
+
+  auto last_message = Clock::now();
+  bool told_paused = false;
+  for (const int i : order) {
+    const auto& timed = scenario.script(i);
+    const std::uint64_t due = start + timed.tick();
+    while (tick < due) {
+      if (g_interrupted != 0) {
+        print_error("play: interrupted");
+        return kExitCommandError;
+      }
+      v1::ServerMessage message;
+      if (connection.receive(&message, 0.25)) {
+        last_message = Clock::now();
+        if (message.has_snapshot()) {
+          tick = std::max(tick, message.snapshot().tick());
+          paused = message.snapshot().paused();
+        } else if (message.has_heartbeat()) {
+          tick = std::max(tick, message.heartbeat().tick());
+          paused = true;
+        } else if (message.has_goodbye()) {
+          print_error("play: the server said goodbye: " + message.goodbye().reason());
+          return kExitUsage;
+        } else if (message.has_error()) {
+          print_error("play: " + client::code_name(message.error().code()) + ": " + message.error().message());
+          return kExitUsage;
+        }
+      } else if (!connection.connected()) {
+        print_error("play: " + connection.error());
+        return kExitUsage;
+      }
+      if (paused && !told_paused) {
+        std::fprintf(stderr, "carom-ctl: play: the world is paused at tick %llu; waiting for tick %llu\n", ull(tick),
+                     ull(due));
+        told_paused = true;
+      }
+      if (!paused && seconds_since(last_message) > std::max(g.timeout_s, 3.0)) {
+        print_error(format("play: nothing from the server for %.1f s", seconds_since(last_message)));
+        return kExitUsage;
+      }
+    }
+    v1::Command command = timed.command();
+    const std::string name = command_name(command);
+    const double extra = command.has_step() ? step_allowance(command.step().count(), tick_hz) : 0.0;
+    v1::CommandResult result;
+    if (!session.call(command, &result, extra)) return kExitUsage;
+    last_message = Clock::now();
+    const std::string index = "script[" + std::to_string(i) + "]";
+    const int line = std::max(locations.line_of(scenario, index), 1);
+    if (g.json) std::printf("%s\n", to_json(result).c_str());
+    if (result.code() != v1::OK) {
+      const int at = line_for_message(scenario, locations, result.message(),
+                                      {index, index + ".command", index + ".command." + name});
+      print_located(file, std::max(at, line), result);
+      return kExitCommandError;
+    }
+    tick = std::max(tick, result.tick());
+    told_paused = false;
+    if (!g.json) {
+      std::printf("%s:%d: +%llu %s: OK (tick %llu)\n", file.c_str(), line, ull(timed.tick()), name.c_str(),
+                  ull(result.tick()));
+    }
+    std::fflush(stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace carom::ctl

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# End-to-end test of the Python client: starts the real carom-server on a free
+# loopback port, runs the carom_client.py demo against it (viewer snapshots,
+# then a controller spawn that must show up in a snapshot), stops the server.
+#
+# usage: python_client_test.sh CAROM_SERVER CAROM_CLIENT_PY PROTO_PY_DIR [PYTHON]
+# Fails when no Python with the protobuf module is found (scripts/deps installs
+# Debian's python3-protobuf).
+set -u
+
+server=$1
+client=$2
+proto_py_dir=$3
+python_hint=${4:-}
+
+# The first interpreter that can import google.protobuf (a pyenv python3 on
+# PATH may lack Debian's python3-protobuf that /usr/bin/python3 has).
+python=""
+for candidate in "$python_hint" "${PYTHON:-}" python3 /usr/bin/python3; do
+  [ -n "$candidate" ] || continue
+  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c "import google.protobuf" >/dev/null 2>&1; then
+    python=$candidate
+    break
+  fi
+done
+if [ -z "$python" ]; then
+  echo "FAIL: no Python interpreter with the protobuf module (apt-get install python3-protobuf)" >&2
+  exit 1
+fi
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$server" --bind 127.0.0.1 --port 0 --port-file "$work/port" --threads 2 >"$work/server.log" 2>&1 &
+server_pid=$!
+
+for _ in $(seq 1 100); do
+  [ -s "$work/port" ] && break
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "FAIL: carom-server exited before listening" >&2
+    cat "$work/server.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+if [ ! -s "$work/port" ]; then
+  echo "FAIL: carom-server wrote no port file within 10 s" >&2
+  cat "$work/server.log" >&2
+  exit 1
+fi
+port=$(tr -d '[:space:]' <"$work/port")
+
+PYTHONPATH="$proto_py_dir${PYTHONPATH:+:$PYTHONPATH}" \
+  "$python" "$client" --server "127.0.0.1:$port" --snapshots 5 --spawn 50 --seed 12345
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "FAIL: carom_client.py exited with $rc; server log:" >&2
+  cat "$work/server.log" >&2
+  exit 1
+fi
+echo "PASS"
