@@ -35,14 +35,18 @@ class SimState {
 
   /// Replaces the world with a scenario (parameters: defaults overridden by
   /// the scenario's; bodies; generators), makes it the reset point and starts
-  /// its script at the current tick. On error the world is unchanged and the
-  /// Status message names the field ("bodies[3].radius: must be > 0, got -1";
-  /// with `locations`, prefixed by "FILE:LINE: ").
+  /// its script at the current tick (a Reset command starts it again). On
+  /// error the world is unchanged and the Status message names the field
+  /// ("bodies[3].radius: must be > 0, got -1"; with `locations`, prefixed by
+  /// "FILE:LINE: ").
   Status load_scenario(const v1::Scenario& scenario, const std::string& filename = {},
                        const proto::TextLocations* locations = nullptr);
 
   /// Replaces the world with a saved one (bit-exact: same state hash, and the
   /// same trajectory afterwards). Becomes the reset point.
+  /// Also takes the saved paused flag and tick rate; keeps the tick counter
+  /// (saved.tick is informational) and ends any running script. Messages
+  /// start "world." ("world.state_hash: ...").
   Status load_saved(const v1::SavedWorld& saved);
   /// The complete state (bodies, parameters incl. tick_hz, tick, paused, ids,
   /// solver state, hash).
@@ -85,6 +89,19 @@ class SimState {
   std::uint64_t script_errors() const { return script_errors_; }
 
  private:
+  // What a failed command reports: a protocol code (some, like
+  // FAILED_PRECONDITION, have no carom::StatusCode) and the message.
+  struct Failure {
+    v1::ErrorCode code = v1::OK;
+    std::string message;
+  };
+  Failure apply_kind(const v1::Command& command, v1::CommandResult* result, bool* accepted_step);
+  Failure load_named_scenario(const std::string& name);
+  // Replaces world_ with the reset point and starts its script again (the
+  // paused flag and the tick are kept).
+  Status restore_reset_point();
+  void start_script(const std::vector<v1::TimedCommand>& script);
+
   SimOptions options_;
   World world_;
   std::uint64_t tick_ = 0;
@@ -96,11 +113,15 @@ class SimState {
   std::size_t script_next_ = 0;
   std::uint64_t script_start_ = 0;
   std::uint64_t script_errors_ = 0;
+  std::vector<v1::TimedCommand> reset_script_;  // the script that reset starts again
+  std::uint64_t script_generation_ = 0;         // + 1 whenever script_ is replaced
+  bool in_script_ = false;                      // apply() called by run_script()
   bool edited_ = true;
   // Step command in progress.
   std::uint64_t pending_steps_ = 0;
   std::optional<v1::CommandResult> step_result_;
   bool step_finished_ = false;
+  bool step_from_script_ = false;  // nobody waits for its result
 };
 
 /// carom::StatusCode -> protocol ErrorCode (same meanings).

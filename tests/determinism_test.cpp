@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "carom/world.hpp"
@@ -240,6 +242,189 @@ TEST(Determinism, NoOpEditsKeepTheTrajectory) {
     }
     EXPECT_EQ(a.state_hash(), b.state_hash());
   }
+}
+
+// Save and load: a world rebuilt from another's bodies (explicit ids), ids,
+// parameters and solver state continues bit-identically. The discrete pile
+// needs both halves of the solver state: without the warm starts or without
+// the wall touches it takes another path.
+struct PileWorlds {
+  Params params;
+  std::vector<BodyDesc> bodies;
+};
+
+PileWorlds make_small_pile(Solver solver) {
+  test::PileSpec spec;
+  spec.n = 600;
+  spec.columns = 30;
+  PileWorlds p;
+  p.bodies = test::make_pile(spec, &p.params.bounds);
+  p.params.solver = solver;
+  p.params.gravity = {0.0, -10.0};
+  p.params.restitution = 0.3;
+  p.params.substeps = 8;
+  return p;
+}
+
+constexpr WorldConfig kRestoreConfig{.max_bodies = 1u << 16, .threads = 2};
+
+// A new world holding `from`'s bodies and ids, with `state` as its solver state.
+World rebuild(const World& from, const SolverState* state) {
+  World w(kRestoreConfig, from.params());
+  const BodiesView v = from.bodies();
+  std::vector<BodyDesc> descs(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    descs[i] = {v.id[i], {v.x[i], v.y[i]}, {v.vx[i], v.vy[i]}, v.radius[i], v.mass[i]};
+  EXPECT_TRUE(w.add_bodies(descs).ok());
+  EXPECT_TRUE(w.reserve_ids(from.next_id(), from.retired_ids()).ok());
+  if (state != nullptr) {
+    const Status st = w.restore_solver_state(*state);
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
+  return w;
+}
+
+bool same(const SolverState& l, const SolverState& r) {
+  if (l.step != r.step || std::memcmp(&l.time, &r.time, sizeof(double)) != 0) return false;
+  if (l.warm.size() != r.warm.size() || l.walls.size() != r.walls.size()) return false;
+  for (std::size_t k = 0; k < l.warm.size(); ++k)
+    if (l.warm[k].a != r.warm[k].a || l.warm[k].b != r.warm[k].b ||
+        std::memcmp(&l.warm[k].value, &r.warm[k].value, sizeof(double)) != 0)
+      return false;
+  for (std::size_t k = 0; k < l.walls.size(); ++k)
+    if (l.walls[k].id != r.walls[k].id || l.walls[k].bits != r.walls[k].bits) return false;
+  return true;
+}
+
+TEST(SolverState, RestoredWorldContinuesIdentically) {
+  for (const Solver solver : {Solver::kDiscrete, Solver::kVerlet}) {
+    SCOPED_TRACE(to_string(solver));
+    const PileWorlds pile = make_small_pile(solver);
+    World a(kRestoreConfig, pile.params);
+    ASSERT_TRUE(a.add_bodies(pile.bodies).ok());
+    // Retire a few ids so that the id bookkeeping travels too.
+    const std::vector<BodyId> gone{3, 17, 250};
+    ASSERT_TRUE(a.remove_bodies(gone).ok());
+    for (int s = 0; s < 40; ++s) a.step();
+    const SolverState saved = a.solver_state();
+    EXPECT_EQ(saved.step, 40u);
+    if (solver == Solver::kDiscrete) {
+      EXPECT_GT(saved.warm.size(), 100u) << "the pile should carry warm starts";
+      EXPECT_GT(saved.walls.size(), 10u) << "the pile should press on the walls";
+    }
+
+    World b = rebuild(a, &saved);
+    EXPECT_EQ(b.state_hash(), a.state_hash());
+    EXPECT_TRUE(same(b.solver_state(), saved)) << "solver_state() must give back what was restored";
+    EXPECT_EQ(b.next_id(), a.next_id());
+    EXPECT_TRUE(std::equal(b.retired_ids().begin(), b.retired_ids().end(), a.retired_ids().begin(),
+                           a.retired_ids().end()));
+    EXPECT_EQ(b.add_body({.id = 17, .position = {1.0, 1.0}, .velocity = {}}).code(), StatusCode::kAlreadyExists);
+    for (int s = 0; s < 120; ++s) {
+      a.step();
+      b.step();
+      ASSERT_EQ(b.state_hash(), a.state_hash()) << "step " << s;
+      ASSERT_EQ(b.stats().step, a.stats().step);
+      ASSERT_EQ(b.stats().time, a.stats().time);
+    }
+    EXPECT_TRUE(same(b.solver_state(), a.solver_state()));
+  }
+}
+
+TEST(SolverState, PileDivergesWithoutWarmStartsOrWallTouches) {
+  const PileWorlds pile = make_small_pile(Solver::kDiscrete);
+  World a(kRestoreConfig, pile.params);
+  ASSERT_TRUE(a.add_bodies(pile.bodies).ok());
+  for (int s = 0; s < 40; ++s) a.step();
+  const SolverState full = a.solver_state();
+  SolverState no_warm = full, no_walls = full;
+  no_warm.warm.clear();
+  no_walls.walls.clear();
+  World none = rebuild(a, nullptr);
+  World without_warm = rebuild(a, &no_warm);
+  World without_walls = rebuild(a, &no_walls);
+  bool none_diverged = false, warm_diverged = false, walls_diverged = false;
+  for (int s = 0; s < 60; ++s) {
+    a.step();
+    none.step();
+    without_warm.step();
+    without_walls.step();
+    none_diverged |= none.state_hash() != a.state_hash();
+    warm_diverged |= without_warm.state_hash() != a.state_hash();
+    walls_diverged |= without_walls.state_hash() != a.state_hash();
+  }
+  EXPECT_TRUE(none_diverged);
+  EXPECT_TRUE(warm_diverged);
+  EXPECT_TRUE(walls_diverged);
+}
+
+TEST(SolverState, BadStateIsRefusedAndChangesNothing) {
+  const PileWorlds pile = make_small_pile(Solver::kDiscrete);
+  World a(kRestoreConfig, pile.params);
+  ASSERT_TRUE(a.add_bodies(pile.bodies).ok());
+  for (int s = 0; s < 40; ++s) a.step();
+  const SolverState good = a.solver_state();
+  ASSERT_GE(good.warm.size(), 4u);
+  ASSERT_GE(good.walls.size(), 3u);
+  const std::uint64_t hash = a.state_hash();
+
+  auto refused = [&](const SolverState& bad, StatusCode code, const std::string& field) {
+    const Status st = a.restore_solver_state(bad);
+    EXPECT_EQ(st.code(), code) << field << ": " << st.message();
+    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
+    EXPECT_EQ(a.state_hash(), hash);
+    EXPECT_TRUE(same(a.solver_state(), good)) << field;
+  };
+  SolverState bad = good;
+  bad.warm[3].a = 99999;
+  refused(bad, StatusCode::kNotFound, "solver.warm[3].a: no body with id 99999");
+  bad = good;
+  bad.warm[1].value = std::numeric_limits<double>::quiet_NaN();
+  refused(bad, StatusCode::kInvalidArgument, "solver.warm[1].value");
+  bad = good;
+  std::swap(bad.warm[0].a, bad.warm[0].b);
+  refused(bad, StatusCode::kInvalidArgument, "solver.warm[0]: a must be the lower id");
+  bad = good;
+  bad.warm.push_back(bad.warm[0]);
+  refused(bad, StatusCode::kInvalidArgument, "solver.warm: each pair at most once");
+  bad = good;
+  bad.walls[0].bits = 16;
+  refused(bad, StatusCode::kInvalidArgument, "solver.walls[0].bits");
+  bad = good;
+  bad.walls[2].id = 0;
+  refused(bad, StatusCode::kNotFound, "solver.walls[2].id");
+  bad = good;
+  bad.time = -1.0;
+  refused(bad, StatusCode::kInvalidArgument, "solver.time");
+
+  // The world goes on exactly as before the refused calls.
+  World b = rebuild(a, &good);
+  for (int s = 0; s < 30; ++s) {
+    a.step();
+    b.step();
+  }
+  EXPECT_EQ(a.state_hash(), b.state_hash());
+}
+
+TEST(SolverState, ReserveIdsKeepsIdsRetired) {
+  World w({.max_bodies = 64, .threads = 1}, Params{});
+  ASSERT_TRUE(w.add_body({.id = 4, .position = {10.0, 10.0}, .velocity = {}}).ok());
+  const std::vector<BodyId> retired{2, 9};
+  EXPECT_EQ(w.reserve_ids(0, retired).code(), StatusCode::kInvalidArgument);
+  const std::vector<BodyId> live{4};
+  const Status st = w.reserve_ids(5, live);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("retired[0]"), std::string::npos) << st.message();
+  EXPECT_TRUE(w.retired_ids().empty());
+  EXPECT_EQ(w.next_id(), 5u);
+
+  ASSERT_TRUE(w.reserve_ids(7, retired).ok());
+  EXPECT_EQ(w.next_id(), 10u) << "above every retired id";
+  EXPECT_EQ(w.add_body({.id = 9, .position = {20.0, 20.0}, .velocity = {}}).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(w.add_body({.id = 2, .position = {20.0, 20.0}, .velocity = {}}).code(), StatusCode::kAlreadyExists);
+  BodyId id = 0;
+  ASSERT_TRUE(w.add_body({.position = {20.0, 20.0}, .velocity = {}}, &id).ok());
+  EXPECT_EQ(id, 10u);
 }
 
 // The hash is over the bodies alone ("id, position, velocity, radius and

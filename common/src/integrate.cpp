@@ -64,8 +64,8 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
 void integrate_positions(BodyStore& b, const Params& p, double h, double resting, WallContacts& walls) {
   const Bounds box = p.bounds;
   const double e = p.restitution;
-  walls.blocks.resize(block_count(b.size(), kBlock));
-  for_blocks(b.size(), kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+  walls.blocks.resize(block_count(b.size(), kWallBlock));
+  for_blocks(b.size(), kWallBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
     auto& touching = walls.blocks[blk];
     touching.clear();
     for (std::size_t i = i0; i < i1; ++i) {

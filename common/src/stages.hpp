@@ -56,6 +56,8 @@ void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& 
 struct WallContacts {
   std::vector<std::vector<std::uint32_t>> blocks;
 };
+/// Bodies per block of WallContacts (block k lists storage indices [k b, (k+1) b)).
+inline constexpr std::size_t kWallBlock = 8192;
 inline constexpr std::uint32_t kWallMinX = 1, kWallMaxX = 2, kWallMinY = 4, kWallMaxY = 8;
 
 /// Restitution applies to approach speeds above this; slower contacts are

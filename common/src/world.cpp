@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <numbers>
+#include <optional>
 #include <string>
 
 #include "body_store.hpp"
@@ -138,6 +139,10 @@ struct WorldState {
   Contacts contacts;
   std::vector<double> px, py;  // Verlet: positions at the start of the substep
   WallContacts walls;          // discrete: bodies against a wall after the last substep
+  // Warm starts restored by restore_solver_state, by id pair: the next
+  // rebuild of the pair list (forced by the restore) takes them instead of
+  // what the current candidate list carries.
+  std::optional<WarmByIds> pending_warm;
 
   StepStats stats;
   bool energy_dirty = true;
@@ -165,6 +170,13 @@ struct WorldState {
   void bodies_edited() {
     positions_edited();
     edited = true;
+    pending_warm.reset();
+  }
+
+  // The warm starts the next rebuild would carry over, by id pair.
+  WarmByIds warm_by_ids() const {
+    if (pending_warm) return *pending_warm;
+    return edited ? WarmByIds{} : save_warm(bodies, pairs, contacts);
   }
 
   Status check_body(const BodyDesc& d, const std::string& at) const {
@@ -235,8 +247,9 @@ void WorldState::rebuild_pairs() {
   const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
   skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, 0.05 * rmin, std::max(0.05 * rmin, 4.0 * rmean));
   // Storage indices are stale after an edit; warm values are kept only
-  // across rebuilds caused by motion.
-  const WarmByIds warm = edited ? WarmByIds{} : save_warm(bodies, pairs, contacts);
+  // across rebuilds caused by motion (or come from restore_solver_state).
+  const WarmByIds warm = warm_by_ids();
+  pending_warm.reset();
   find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, broad, pairs);
   restore_warm(bodies, pairs, warm, contacts);
   edited = false;
@@ -515,6 +528,102 @@ Status World::body(BodyId id, BodyState* out) const {
 bool World::contains(BodyId id) const { return s_->bodies.find(id) != detail::kNotFound; }
 std::size_t World::size() const { return s_->bodies.size(); }
 BodyId World::next_id() const { return s_->next_id; }
+std::span<const BodyId> World::retired_ids() const { return s_->retired; }
+
+Status World::reserve_ids(BodyId next_id, std::span<const BodyId> retired) {
+  auto& s = *s_;
+  if (next_id == kAutoId) return detail::invalid("next_id", "must be >= 1", "0");
+  for (std::size_t k = 0; k < retired.size(); ++k) {
+    const BodyId id = retired[k];
+    const std::string at = "retired[" + std::to_string(k) + "]";
+    if (id == kAutoId || id > kMaxBodyId)
+      return detail::invalid(at, "must be in [1, " + std::to_string(kMaxBodyId) + "]", std::to_string(id));
+    if (s.bodies.find(id) != detail::kNotFound)
+      return detail::invalid(at, "must not be a live body", std::to_string(id));
+  }
+  std::vector<BodyId> merged(s.retired);
+  merged.insert(merged.end(), retired.begin(), retired.end());
+  std::sort(merged.begin(), merged.end());
+  merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+  BodyId next = std::max(s.next_id, next_id);
+  if (!merged.empty()) next = std::max(next, static_cast<BodyId>(merged.back() + 1));
+  s.retired = std::move(merged);
+  s.next_id = next;
+  return {};
+}
+
+static_assert(kWallBitMinX == detail::kWallMinX && kWallBitMaxX == detail::kWallMaxX &&
+              kWallBitMinY == detail::kWallMinY && kWallBitMaxY == detail::kWallMaxY);
+
+SolverState World::solver_state() const {
+  const auto& s = *s_;
+  SolverState out;
+  out.step = s.stats.step;
+  out.time = s.stats.time;
+  const detail::WarmByIds warm = s.warm_by_ids();
+  out.warm.reserve(warm.size());
+  for (const auto& [key, value] : warm)
+    out.warm.push_back({static_cast<BodyId>(key >> 32), static_cast<BodyId>(key & 0xFFFFFFFFu), value});
+  for (const auto& block : s.walls.blocks)
+    for (const std::uint32_t entry : block) out.walls.push_back({s.bodies.id[entry >> 4], entry & 0xFu});
+  std::sort(out.walls.begin(), out.walls.end(), [](const WallTouch& l, const WallTouch& r) { return l.id < r.id; });
+  return out;
+}
+
+Status World::restore_solver_state(const SolverState& state) {
+  auto& s = *s_;
+  const auto& b = s.bodies;
+  if (!(std::isfinite(state.time) && state.time >= 0.0))
+    return detail::invalid("solver.time", "must be finite and >= 0 (s)", detail::num(state.time));
+  auto unknown = [](const std::string& at, BodyId id) {
+    return Status{StatusCode::kNotFound, at + ": no body with id " + std::to_string(id)};
+  };
+  detail::WarmByIds warm;
+  warm.reserve(state.warm.size());
+  for (std::size_t k = 0; k < state.warm.size(); ++k) {
+    const WarmStart& w = state.warm[k];
+    const std::string at = "solver.warm[" + std::to_string(k) + "]";
+    if (b.find(w.a) == detail::kNotFound) return unknown(at + ".a", w.a);
+    if (b.find(w.b) == detail::kNotFound) return unknown(at + ".b", w.b);
+    if (!(w.a < w.b))
+      return detail::invalid(at, "a must be the lower id", "a " + std::to_string(w.a) + ", b " + std::to_string(w.b));
+    if (!(std::isfinite(w.value) && w.value >= 0.0))
+      return detail::invalid(at + ".value", "must be finite and >= 0 (m/s)", detail::num(w.value));
+    warm.emplace_back(std::uint64_t{w.a} << 32 | w.b, w.value);
+  }
+  std::sort(warm.begin(), warm.end());
+  for (std::size_t k = 1; k < warm.size(); ++k)
+    if (warm[k].first == warm[k - 1].first)
+      return detail::invalid("solver.warm", "each pair at most once",
+                             "(" + std::to_string(warm[k].first >> 32) + ", " +
+                                 std::to_string(warm[k].first & 0xFFFFFFFFu) + ") twice");
+  std::vector<std::uint32_t> entries;
+  entries.reserve(state.walls.size());
+  for (std::size_t k = 0; k < state.walls.size(); ++k) {
+    const WallTouch& w = state.walls[k];
+    const std::string at = "solver.walls[" + std::to_string(k) + "]";
+    const std::size_t i = b.find(w.id);
+    if (i == detail::kNotFound) return unknown(at + ".id", w.id);
+    if (w.bits < 1 || w.bits > 15) return detail::invalid(at + ".bits", "must be in [1, 15]", std::to_string(w.bits));
+    entries.push_back(static_cast<std::uint32_t>(i) << 4 | w.bits);
+  }
+  std::sort(entries.begin(), entries.end());
+  for (std::size_t k = 1; k < entries.size(); ++k)
+    if (entries[k] >> 4 == entries[k - 1] >> 4)
+      return detail::invalid("solver.walls", "each id at most once", std::to_string(b.id[entries[k] >> 4]) + " twice");
+
+  s.stats.step = state.step;
+  s.stats.time = state.time;
+  // The next step rebuilds the pair list and takes these warm starts (by id
+  // pair) instead of whatever the current list carries.
+  s.pending_warm = std::move(warm);
+  s.contacts.warm.clear();
+  s.contacts.warm_used.clear();
+  s.pairs_dirty = true;
+  s.walls.blocks.assign(detail::block_count(b.size(), detail::kWallBlock), {});
+  for (const std::uint32_t entry : entries) s.walls.blocks[(entry >> 4) / detail::kWallBlock].push_back(entry);
+  return {};
+}
 int World::threads() const { return s_->arena.max_concurrency(); }
 
 BodiesView World::bodies() const {

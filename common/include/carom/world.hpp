@@ -12,6 +12,7 @@
 
 #include "carom/body.hpp"
 #include "carom/params.hpp"
+#include "carom/solver_state.hpp"
 #include "carom/stats.hpp"
 #include "carom/status.hpp"
 
@@ -66,6 +67,29 @@ class World {
   BodiesView bodies() const;
   /// The id the next auto-id body will get.
   BodyId next_id() const;
+  /// Ids of removed bodies, sorted: they are never handed out or accepted again.
+  std::span<const BodyId> retired_ids() const;
+  /// Marks ids as used, for restoring a saved world after its live bodies are
+  /// added: every id in `retired` (1..kMaxBodyId, not a live body) is never
+  /// handed out or accepted again, and the next auto id becomes at least
+  /// `next_id` (and above every retired id). kInvalidArgument naming
+  /// "retired[3]" or "next_id"; the world is unchanged on error.
+  Status reserve_ids(BodyId next_id, std::span<const BodyId> retired);
+
+  /// The hidden solver state (step count, time, warm starts of resting
+  /// contacts, bodies pressed on walls) that, with the bodies, decides the
+  /// next step. Warm starts that the next step would drop (bodies were added
+  /// or removed since the last step) are not included.
+  SolverState solver_state() const;
+  /// Replaces the hidden solver state, so that a world rebuilt from the same
+  /// bodies, parameters and configuration continues exactly as the world that
+  /// produced `state` (call it after adding the bodies: adding or removing
+  /// bodies afterwards drops warm starts and moving them drops wall touches,
+  /// as for the original). Fails (world unchanged) when an id is not a live
+  /// body (kNotFound, "solver.warm[3].a"), a pair is not lower id first or
+  /// appears twice, a value is not finite and >= 0, or wall bits are not in
+  /// 1..15 (kInvalidArgument).
+  Status restore_solver_state(const SolverState& state);
 
   /// Advances the world by params().dt (params().substeps substeps).
   void step();

@@ -1,0 +1,337 @@
+// Generators: grid, random box, random disc.
+//
+// Random placement is rejection sampling against a uniform hash grid of the
+// obstacles (existing bodies near the region, bodies pending in the same
+// command, bodies placed so far). Everything random comes from one splitmix64
+// stream per generator, consumed in a fixed order (per body: radius; per try:
+// position; once placed: speed, direction), and uses only +, -, *, / and
+// sqrt, which IEEE 754 rounds exactly: the same message gives the same bits
+// everywhere. Directions are uniform by rejection from the unit disc, so no
+// sin/cos (whose last bit the standard leaves to the library).
+
+#include "generators.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "convert.hpp"
+
+namespace carom::server {
+namespace {
+
+Status invalid(const std::string& field, const std::string& rule, const std::string& got) {
+  return {StatusCode::kInvalidArgument, field + ": " + rule + ", got " + got};
+}
+
+std::string str(Vec2 v) {
+  std::string out = "(";
+  return out.append(format_number(v.x)).append(", ").append(format_number(v.y)).append(")");
+}
+bool finite(Vec2 v) { return std::isfinite(v.x) && std::isfinite(v.y); }
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, 1), 53 bits.
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  /// Uniform in [lo, hi] (hi only by rounding); lo when lo == hi.
+  double uniform(double lo, double hi) { return std::clamp(lo + (hi - lo) * unit(), lo, hi); }
+  /// A point of the closed unit disc, uniform (rejection from the square);
+  /// with `nonzero`, never the centre.
+  Vec2 in_unit_disc(bool nonzero) {
+    for (;;) {
+      const double u = 2.0 * unit() - 1.0, v = 2.0 * unit() - 1.0;
+      const double s = u * u + v * v;
+      if (s <= 1.0 && (!nonzero || s > 0.0)) return {u, v};
+    }
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// Circles already there. Cells are square, of side at least the largest
+// generated diameter, so a new body covers at most 2 x 2 cells; an obstacle
+// that would cover many cells is checked against every try instead.
+class Obstacles {
+ public:
+  Obstacles(Vec2 origin, double cell) : origin_(origin), cell_(cell) {}
+
+  void add(double x, double y, double r) {
+    const auto index = static_cast<std::uint32_t>(x_.size());
+    x_.push_back(x);
+    y_.push_back(y);
+    r_.push_back(r);
+    const double cx0 = std::floor((x - r - origin_.x) / cell_), cx1 = std::floor((x + r - origin_.x) / cell_);
+    const double cy0 = std::floor((y - r - origin_.y) / cell_), cy1 = std::floor((y + r - origin_.y) / cell_);
+    if (!((cx1 - cx0 + 1.0) * (cy1 - cy0 + 1.0) <= kMaxCells)) {
+      big_.push_back(index);
+      return;
+    }
+    for (double cy = cy0; cy <= cy1; ++cy)
+      for (double cx = cx0; cx <= cx1; ++cx) cells_[key(cx, cy)].push_back(index);
+  }
+
+  bool overlaps(double x, double y, double r) const {
+    for (const std::uint32_t i : big_)
+      if (overlap(i, x, y, r)) return true;
+    const double cx0 = std::floor((x - r - origin_.x) / cell_), cx1 = std::floor((x + r - origin_.x) / cell_);
+    const double cy0 = std::floor((y - r - origin_.y) / cell_), cy1 = std::floor((y + r - origin_.y) / cell_);
+    for (double cy = cy0; cy <= cy1; ++cy) {
+      for (double cx = cx0; cx <= cx1; ++cx) {
+        const auto it = cells_.find(key(cx, cy));
+        if (it == cells_.end()) continue;
+        for (const std::uint32_t i : it->second)
+          if (overlap(i, x, y, r)) return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  static constexpr double kMaxCells = 16.0;
+
+  // Distinct cells may share a key: that only costs a few extra distance checks.
+  static std::uint64_t key(double cx, double cy) {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(cx)) * 0x9E3779B97F4A7C15ull ^
+           static_cast<std::uint64_t>(static_cast<std::int64_t>(cy));
+  }
+  bool overlap(std::uint32_t i, double x, double y, double r) const {
+    const double dx = x - x_[i], dy = y - y_[i], reach = r + r_[i];
+    return dx * dx + dy * dy < reach * reach;
+  }
+
+  Vec2 origin_;
+  double cell_;
+  std::vector<double> x_, y_, r_;
+  std::vector<std::uint32_t> big_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> cells_;
+};
+
+// What the two random generators share.
+struct RandomSpec {
+  std::string name;  // "random_box" / "random_disc"
+  Vec2 lo, hi;       // bounding box of the region
+  std::uint32_t count = 0;
+  v1::Range radius, speed;
+  std::uint64_t seed = 0;
+  double mass = 0.0;
+};
+
+Status check_range(const v1::Range& range, const std::string& field, bool positive) {
+  if (!(std::isfinite(range.min()) && (positive ? range.min() > 0.0 : range.min() >= 0.0)))
+    return invalid(field + ".min", positive ? "must be finite and > 0" : "must be finite and >= 0",
+                   format_number(range.min()));
+  if (!std::isfinite(range.max())) return invalid(field + ".max", "must be finite", format_number(range.max()));
+  if (!(range.min() <= range.max()))
+    return invalid(field, "min must be <= max",
+                   "min " + format_number(range.min()) + ", max " + format_number(range.max()));
+  return {};
+}
+
+bool within(Vec2 v, double limit) { return std::abs(v.x) <= limit && std::abs(v.y) <= limit; }
+
+// Also keeps the hash grid's cell numbers finite: cells are at least
+// 2 kMinRadius wide and the region at most 2 kMaxCoordinate.
+Status check_random(const RandomSpec& s) {
+  if (s.count < 1) return invalid(s.name + ".count", "must be >= 1", "0");
+  if (Status st = check_range(s.radius, s.name + ".radius", true); !st.ok()) return st;
+  if (!(s.radius.min() >= kMinRadius && s.radius.max() <= kMaxRadius))
+    return invalid(s.name + ".radius", "must be within [" + format_number(kMinRadius) + ", " +
+                                           format_number(kMaxRadius) + "]",
+                   "min " + format_number(s.radius.min()) + ", max " + format_number(s.radius.max()));
+  return check_range(s.speed, s.name + ".speed", false);
+}
+
+Status check_region(const RandomSpec& s, const std::string& what) {
+  if (within(s.lo, kMaxCoordinate) && within(s.hi, kMaxCoordinate)) return {};
+  return invalid(s.name, what + " must lie within +-" + format_number(kMaxCoordinate) + " m",
+                 str(s.lo) + " - " + str(s.hi));
+}
+
+// A walled world's box must hold the whole region.
+Status check_inside(const Params& params, Vec2 lo, Vec2 hi, const std::string& field, const std::string& what) {
+  const Bounds& box = params.bounds;
+  if (!box.walled) return {};
+  if (lo.x >= box.min.x && lo.y >= box.min.y && hi.x <= box.max.x && hi.y <= box.max.y) return {};
+  return {StatusCode::kOutOfRange,
+          field + ": " + what + " " + str(lo) + " - " + str(hi) + " is not inside the box " + str(box.min) + " - " +
+              str(box.max)};
+}
+
+// Places s.count bodies; `sample` draws one centre for a body of radius r,
+// or returns false when the region cannot hold that radius.
+template <class Sample>
+Status place(const RandomSpec& s, const World& world, std::span<const BodyDesc> pending, Sample&& sample,
+             std::vector<BodyDesc>* out) {
+  const Bounds& box = world.params().bounds;
+  const double rmax = s.radius.max();
+  Obstacles obstacles(s.lo, 2.0 * rmax);
+  // Only obstacles that can reach the region matter (NaN fails the test).
+  auto near = [&](double x, double y, double r) {
+    return x + r > s.lo.x - rmax && x - r < s.hi.x + rmax && y + r > s.lo.y - rmax && y - r < s.hi.y + rmax;
+  };
+  const BodiesView v = world.bodies();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (near(v.x[i], v.y[i], v.radius[i])) obstacles.add(v.x[i], v.y[i], v.radius[i]);
+  for (const BodyDesc& d : pending)
+    if (d.radius > 0.0 && near(d.position.x, d.position.y, d.radius))
+      obstacles.add(d.position.x, d.position.y, d.radius);
+
+  Rng rng(s.seed);
+  std::vector<BodyDesc> made;
+  made.reserve(s.count);
+  for (std::uint32_t k = 0; k < s.count; ++k) {
+    const double r = rng.uniform(s.radius.min(), s.radius.max());
+    bool placed = false;
+    Vec2 p;
+    for (int attempt = 0; attempt < kPlacementAttempts && !placed; ++attempt) {
+      if (!sample(rng, r, &p)) break;
+      // Inside the world's box exactly as World checks it (a rounding of the
+      // region's own bound must not put a body one ulp outside).
+      if (box.walled) {
+        p.x = std::clamp(p.x, box.min.x + r, box.max.x - r);
+        p.y = std::clamp(p.y, box.min.y + r, box.max.y - r);
+      }
+      placed = !obstacles.overlaps(p.x, p.y, r);
+    }
+    if (!placed)
+      return {StatusCode::kOutOfRange, s.name + ".count: placed only " + std::to_string(k) + " of " +
+                                           std::to_string(s.count) +
+                                           " bodies without overlap; enlarge the region or lower the count"};
+    obstacles.add(p.x, p.y, r);
+    const double speed = rng.uniform(s.speed.min(), s.speed.max());
+    const Vec2 dir = rng.in_unit_disc(true);
+    const double len = std::sqrt(dir.x * dir.x + dir.y * dir.y);
+    BodyDesc d;
+    d.position = p;
+    d.velocity = {speed * (dir.x / len), speed * (dir.y / len)};
+    d.radius = r;
+    d.mass = s.mass;
+    made.push_back(d);
+  }
+  out->insert(out->end(), made.begin(), made.end());
+  return {};
+}
+
+Status generate_grid(const v1::GridGenerator& g, const Params& params, std::vector<BodyDesc>* out) {
+  if (g.columns() < 1) return invalid("grid.columns", "must be >= 1", "0");
+  if (g.rows() < 1) return invalid("grid.rows", "must be >= 1", "0");
+  const Vec2 origin = from_proto(g.origin());
+  if (!finite(origin)) return invalid("grid.origin", "must be finite", str(origin));
+  if (!(std::isfinite(g.spacing()) && g.spacing() > 0.0))
+    return invalid("grid.spacing", "must be finite and > 0", format_number(g.spacing()));
+  if (!(std::isfinite(g.radius()) && g.radius() > 0.0))
+    return invalid("grid.radius", "must be finite and > 0", format_number(g.radius()));
+  // x = origin + spacing * i grows with i, so the corners bound the grid.
+  const double r = g.radius();
+  const Vec2 last{origin.x + g.spacing() * static_cast<double>(g.columns() - 1),
+                  origin.y + g.spacing() * static_cast<double>(g.rows() - 1)};
+  if (params.bounds.walled) {
+    const Bounds& box = params.bounds;
+    if (!(origin.x >= box.min.x + r && origin.y >= box.min.y + r && last.x <= box.max.x - r &&
+          last.y <= box.max.y - r))
+      return {StatusCode::kOutOfRange, "grid: centres " + str(origin) + " - " + str(last) + " with radius " +
+                                           format_number(r) + " are not all inside the box " + str(box.min) +
+                                           " - " + str(box.max)};
+  }
+  const Vec2 velocity = from_proto(g.velocity());
+  const std::size_t first = out->size();
+  out->reserve(first + static_cast<std::size_t>(g.columns()) * g.rows());
+  for (std::uint32_t row = 0; row < g.rows(); ++row) {
+    for (std::uint32_t col = 0; col < g.columns(); ++col) {
+      BodyDesc d;
+      d.position = {origin.x + g.spacing() * static_cast<double>(col),
+                    origin.y + g.spacing() * static_cast<double>(row)};
+      d.velocity = velocity;
+      d.radius = r;
+      d.mass = g.mass();
+      out->push_back(d);
+    }
+  }
+  return {};
+}
+
+Status generate_box(const v1::RandomBoxGenerator& g, const World& world, std::span<const BodyDesc> pending,
+                    std::vector<BodyDesc>* out) {
+  RandomSpec s{"random_box", from_proto(g.min()), from_proto(g.max()), g.count(), g.radius(), g.speed(), g.seed(),
+               g.mass()};
+  if (Status st = check_random(s); !st.ok()) return st;
+  if (!finite(s.lo)) return invalid("random_box.min", "must be finite", str(s.lo));
+  if (!finite(s.hi)) return invalid("random_box.max", "must be finite", str(s.hi));
+  if (!(s.hi.x > s.lo.x && s.hi.y > s.lo.y))
+    return invalid("random_box", "max must exceed min on both axes", "min " + str(s.lo) + ", max " + str(s.hi));
+  if (Status st = check_region(s, "the region"); !st.ok()) return st;
+  if (Status st = check_inside(world.params(), s.lo, s.hi, "random_box", "region"); !st.ok()) return st;
+  auto sample = [&](Rng& rng, double r, Vec2* p) {
+    const double x0 = s.lo.x + r, x1 = s.hi.x - r, y0 = s.lo.y + r, y1 = s.hi.y - r;
+    if (!(x0 <= x1 && y0 <= y1)) return false;
+    *p = {rng.uniform(x0, x1), rng.uniform(y0, y1)};
+    return true;
+  };
+  return place(s, world, pending, sample, out);
+}
+
+Status generate_disc(const v1::RandomDiscGenerator& g, const World& world, std::span<const BodyDesc> pending,
+                     std::vector<BodyDesc>* out) {
+  const Vec2 c = from_proto(g.center());
+  const double R = g.disc_radius();
+  RandomSpec s{"random_disc", {c.x - R, c.y - R}, {c.x + R, c.y + R}, g.count(), g.radius(), g.speed(), g.seed(),
+               g.mass()};
+  if (Status st = check_random(s); !st.ok()) return st;
+  if (!finite(c)) return invalid("random_disc.center", "must be finite", str(c));
+  if (!(std::isfinite(R) && R > 0.0)) return invalid("random_disc.disc_radius", "must be finite and > 0", format_number(R));
+  if (Status st = check_region(s, "the disc"); !st.ok()) return st;
+  if (Status st = check_inside(world.params(), s.lo, s.hi, "random_disc", "disc around"); !st.ok()) return st;
+  auto sample = [&](Rng& rng, double r, Vec2* p) {
+    const double reach = R - r;  // the centre stays this close to c
+    if (!(reach >= 0.0)) return false;
+    const Vec2 u = rng.in_unit_disc(false);
+    *p = {c.x + reach * u.x, c.y + reach * u.y};
+    return true;
+  };
+  return place(s, world, pending, sample, out);
+}
+
+}  // namespace
+
+std::string generator_shape(const v1::Generator& generator) {
+  switch (generator.shape_case()) {
+    case v1::Generator::kGrid: return "grid";
+    case v1::Generator::kRandomBox: return "random_box";
+    case v1::Generator::kRandomDisc: return "random_disc";
+    case v1::Generator::SHAPE_NOT_SET: break;
+  }
+  return "";
+}
+
+std::uint64_t generator_count(const v1::Generator& generator) {
+  switch (generator.shape_case()) {
+    case v1::Generator::kGrid:
+      return std::uint64_t{generator.grid().columns()} * std::uint64_t{generator.grid().rows()};
+    case v1::Generator::kRandomBox: return generator.random_box().count();
+    case v1::Generator::kRandomDisc: return generator.random_disc().count();
+    case v1::Generator::SHAPE_NOT_SET: break;
+  }
+  return 0;
+}
+
+Status generate(const v1::Generator& generator, const World& world, std::span<const BodyDesc> pending,
+                std::vector<BodyDesc>* out) {
+  switch (generator.shape_case()) {
+    case v1::Generator::kGrid: return generate_grid(generator.grid(), world.params(), out);
+    case v1::Generator::kRandomBox: return generate_box(generator.random_box(), world, pending, out);
+    case v1::Generator::kRandomDisc: return generate_disc(generator.random_disc(), world, pending, out);
+    case v1::Generator::SHAPE_NOT_SET: break;
+  }
+  return {StatusCode::kInvalidArgument, "shape: none given (set grid, random_box or random_disc)"};
+}
+
+}  // namespace carom::server
