@@ -10,7 +10,7 @@ namespace carom::server {
 
 bool Hub::add(const std::shared_ptr<Session>& session, std::uint64_t* id) {
   std::lock_guard lock(sessions_mutex_);
-  if (sessions_.size() >= options_.max_clients) return false;
+  if (closing_.load() || sessions_.size() >= options_.max_clients) return false;
   *id = next_session_++;
   sessions_[*id] = Entry{session, -1};
   connections_total.fetch_add(1, std::memory_order_relaxed);
@@ -18,8 +18,12 @@ bool Hub::add(const std::shared_ptr<Session>& session, std::uint64_t* id) {
 }
 
 void Hub::subscribe(std::uint64_t id, int variant) {
-  std::lock_guard lock(sessions_mutex_);
-  if (auto it = sessions_.find(id); it != sessions_.end()) it->second.variant = variant;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    if (auto it = sessions_.find(id); it != sessions_.end()) it->second.variant = variant;
+  }
+  resend_.store(true);
+  wake();
 }
 
 void Hub::remove(std::uint64_t id) {
@@ -72,6 +76,7 @@ void Hub::goodbye_all(const std::string& reason) {
   std::vector<std::shared_ptr<Session>> targets;
   {
     std::lock_guard lock(sessions_mutex_);
+    closing_.store(true);
     for (const auto& [id, e] : sessions_) {
       if (auto s = e.session.lock()) targets.push_back(std::move(s));
     }

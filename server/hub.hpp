@@ -53,8 +53,12 @@ class Hub {
   void broadcast(const SnapshotFrames& frames);
   /// Hands one frame to every session's stream slot (heartbeats).
   void broadcast_stream(const std::shared_ptr<const std::string>& frame);
-  /// Goodbye to every session, which then closes.
+  /// Goodbye to every session, which then closes; later connections are
+  /// refused (add() returns false and shutting_down() is true).
   void goodbye_all(const std::string& reason);
+  bool shutting_down() const { return closing_.load(); }
+  /// True once after a session subscribed (it needs a snapshot even while paused).
+  bool take_resend() { return resend_.exchange(false); }
 
   /// Queues a command for the simulation thread.
   void submit(const std::shared_ptr<Session>& from, v1::Command command);
@@ -75,6 +79,8 @@ class Hub {
     int variant = -1;
   };
   ServerOptions options_;
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> resend_{false};
   mutable std::mutex sessions_mutex_;
   std::map<std::uint64_t, Entry> sessions_;
   std::uint64_t next_session_ = 1;

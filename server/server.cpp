@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <condition_variable>
 #include <cstdio>
@@ -50,29 +52,46 @@ Status write_atomically(const std::string& path, const std::string& bytes) {
   return {};
 }
 
-// Tick work times of the current measurement window.
+// Tick times of the current measurement window (the last 2^16 ticks at
+// most): the whole tick's work (commands, step, snapshot encoding and
+// hand-off) and the simulation step alone.
 struct TickTimes {
-  std::vector<double> seconds;
+  static constexpr std::size_t kWindow = std::size_t{1} << 16;
+  std::vector<double> tick, step;
+  std::size_t next = 0;
   std::uint64_t late = 0;
   void reset() {
-    seconds.clear();
+    tick.clear();
+    step.clear();
+    next = 0;
     late = 0;
   }
-  void add(double s) {
-    if (seconds.size() < (1u << 22)) seconds.push_back(s);
+  void add(double tick_s, double step_s) {
+    if (tick.size() < kWindow) {
+      tick.push_back(tick_s);
+      step.push_back(step_s);
+    } else {
+      tick[next] = tick_s;
+      step[next] = step_s;
+      next = (next + 1) % kWindow;
+    }
+  }
+  static double at(std::vector<double>& sorted, double q) {
+    return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * static_cast<double>(sorted.size())))];
   }
   void fill(v1::Stats* out) const {
-    out->set_ticks_measured(seconds.size());
+    out->set_ticks_measured(tick.size());
     out->set_late_ticks(late);
-    if (seconds.empty()) return;
-    std::vector<double> sorted = seconds;
+    if (tick.empty()) return;
+    std::vector<double> sorted = tick;
     std::sort(sorted.begin(), sorted.end());
-    const auto at = [&](double q) {
-      return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * static_cast<double>(sorted.size())))];
-    };
-    out->set_tick_p50_seconds(at(0.5));
-    out->set_tick_p99_seconds(at(0.99));
+    out->set_tick_p50_seconds(at(sorted, 0.5));
+    out->set_tick_p99_seconds(at(sorted, 0.99));
     out->set_tick_max_seconds(sorted.back());
+    sorted = step;
+    std::sort(sorted.begin(), sorted.end());
+    out->set_step_p50_seconds(at(sorted, 0.5));
+    out->set_step_p99_seconds(at(sorted, 0.99));
   }
 };
 
@@ -84,7 +103,8 @@ struct Server::Impl {
   ServerOptions options;
   Hub hub;
   asio::io_context io{std::max(1, options.io_threads)};
-  tcp::acceptor acceptor{io};
+  tcp::acceptor acceptor{asio::make_strand(io)};
+  asio::steady_timer accept_backoff{acceptor.get_executor()};
   std::uint16_t port = 0;
   std::unique_ptr<SimState> sim;
   std::vector<std::thread> io_threads;
@@ -110,6 +130,10 @@ struct Server::Impl {
   void publish_snapshot();
   void publish_public();
   void fill_stats(v1::Stats* out);
+  void fill_snapshot_stats(v1::Stats* out);
+  void update_rate();
+  v1::Stats timing_cache;
+  Clock::time_point timing_cached_at{};
   Status save_state(const std::string& path);
 };
 
@@ -146,14 +170,17 @@ Status Server::Impl::load_initial() {
 
 void Server::Impl::accept() {
   acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
     if (ec) {
-      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
       // Out of descriptors and the like: log, back off a little, carry on.
       spdlog::warn("accept failed: {}", ec.message());
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    } else {
-      std::make_shared<Session>(std::move(socket), hub)->start();
+      accept_backoff.expires_after(std::chrono::milliseconds(50));
+      accept_backoff.async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec) accept();
+      });
+      return;
     }
+    std::make_shared<Session>(std::move(socket), hub)->start();
     accept();
   });
 }
@@ -174,6 +201,25 @@ void Server::Impl::fill_stats(v1::Stats* out) {
   out->set_snapshots_skipped(hub.snapshots_skipped.load());
 }
 
+void Server::Impl::fill_snapshot_stats(v1::Stats* out) {
+  // Sorting the timing window costs; snapshots carry figures at most a second old.
+  if (Clock::now() - timing_cached_at >= std::chrono::seconds(1)) {
+    timing_cache.Clear();
+    tick_times.fill(&timing_cache);
+    timing_cached_at = Clock::now();
+  }
+  *out = timing_cache;
+  sim->fill_stats(out);
+  out->set_clients(static_cast<std::uint32_t>(hub.clients()));
+  out->set_snapshots_skipped(hub.snapshots_skipped.load());
+}
+
+void Server::Impl::update_rate() {
+  snapshot_every = options.snapshot_hz > 0
+                       ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(sim->tick_hz() / options.snapshot_hz + 0.5))
+                       : 1;
+}
+
 void Server::Impl::apply_commands(std::vector<PendingCommand>& commands) {
   for (PendingCommand& p : commands) {
     v1::CommandResult result;
@@ -181,11 +227,6 @@ void Server::Impl::apply_commands(std::vector<PendingCommand>& commands) {
     if (p.command.has_get_stats() && result.code() == v1::OK) {
       if (p.command.get_stats().reset_timing()) tick_times.reset();
       fill_stats(result.mutable_stats());
-    }
-    if (p.command.has_set_params() && result.code() == v1::OK) {
-      snapshot_every = options.snapshot_hz > 0
-                           ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(sim->tick_hz() / options.snapshot_hz + 0.5))
-                           : 1;
     }
     if (answered) {
       answer(p.from, std::move(result));
@@ -203,7 +244,7 @@ void Server::Impl::publish_snapshot() {
     return;
   }
   v1::Stats stats;
-  fill_stats(&stats);
+  fill_snapshot_stats(&stats);
   SnapshotExtras extras;
   extras.events = &events;
   extras.events_dropped = events_dropped;
@@ -228,38 +269,46 @@ void Server::Impl::publish_public() {
 void Server::Impl::run_sim() {
   constexpr std::size_t kMaxEventsKept = 1u << 16;
   std::vector<PendingCommand> commands;
-  snapshot_every = options.snapshot_hz > 0
-                       ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(sim->tick_hz() / options.snapshot_hz + 0.5))
-                       : 1;
-  auto next = Clock::now();
+  double tick_hz = sim->tick_hz();
+  update_rate();
+  auto next = Clock::now();  // when the next tick is due
   auto last_stream = Clock::now();
   auto last_save = Clock::now();
+  bool was_running = false;
   publish_public();
   while (!stopping.load()) {
-    const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / sim->tick_hz()));
     // Sleep until the next tick is due (or, while paused, up to a heartbeat),
-    // waking early for commands.
-    const bool fast = sim->paused() && sim->should_step();  // Step N runs as fast as it can
-    Clock::time_point deadline = fast ? Clock::now() : (sim->should_step() ? next : last_stream + std::chrono::seconds(1));
+    // waking early for commands. A Step command runs its ticks back to back.
+    const bool fast = sim->paused() && sim->should_step();
+    const Clock::time_point deadline =
+        fast ? Clock::now() : (sim->should_step() ? next : last_stream + std::chrono::seconds(1));
     hub.wait_commands(deadline, &commands);
     if (stopping.load()) break;
+    const auto t0 = Clock::now();
     // 1. Commands, at the tick boundary, in arrival order (then the script).
     apply_commands(commands);
     sim->run_script();
+    if (sim->tick_hz() != tick_hz) {
+      // A new rate applies from now, not from the old schedule.
+      tick_hz = sim->tick_hz();
+      update_rate();
+      next = std::min(next, t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / tick_hz)));
+    }
+    const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / tick_hz));
+    const bool running = !sim->paused();
+    if (running && !was_running) next = t0;  // resumed: the schedule starts now
+    was_running = running;
     // New connections' Welcome must already show what the commands changed.
     if (!commands.empty()) publish_public();
-    const auto now = Clock::now();
-    if (sim->should_step() && (fast || sim->paused() || now >= next)) {
-      const auto t0 = Clock::now();
-      if (!fast && !sim->paused()) {
-        if (t0 - next > period) ++tick_times.late;
-        next += period;
-        if (next < t0 - period) next = t0;  // do not burst to catch up after a stall
-      }
+
+    if (sim->should_step() && (!running || t0 >= next)) {
+      const auto due = next;
       // 2. Step.
+      const auto t_step = Clock::now();
       sim->step();
+      const double step_s = std::chrono::duration<double>(Clock::now() - t_step).count();
       const World& world = sim->world();
-      if (hub.needed_variants() & 0xaau) {  // variants with events (bit 1 of the index)
+      if (hub.needed_variants() & 0xccu) {  // variants 2, 3, 6, 7: those with events (bit 1 of the index)
         for (const CollisionEvent& e : world.events()) {
           if (events.size() >= kMaxEventsKept) {
             ++events_dropped;
@@ -277,21 +326,28 @@ void Server::Impl::run_sim() {
         events_dropped += world.stats().events_dropped;
       }
       sim->take_edited();
+      hub.take_resend();
       // 3. Snapshot, encoded once per wanted variant.
-      if (sim->tick() % snapshot_every == 0 || sim->paused()) {
+      if (sim->tick() % snapshot_every == 0 || !running) {
         publish_snapshot();
         last_stream = Clock::now();
       }
-      tick_times.add(std::chrono::duration<double>(Clock::now() - t0).count());
       if (auto finished = sim->take_finished_step()) answer(step_waiter, std::move(*finished));
-      if (fast) next = Clock::now() + period;
       publish_public();
-    } else if (sim->paused() && sim->take_edited()) {
-      // Paused and edited: the same tick again, so viewers see the edit.
+      const auto end = Clock::now();
+      if (running) {
+        // Late: finished more than one period after it was due. Then keep the
+        // schedule, but never burst to catch up after a stall.
+        if (end - due > period) ++tick_times.late;
+        next = std::max(due + period, end - period);
+        tick_times.add(std::chrono::duration<double>(end - std::max(t0, due)).count(), step_s);
+      }
+    } else if (!running && (sim->take_edited() | hub.take_resend())) {
+      // Paused and edited, or a viewer joined: the same tick again.
       publish_snapshot();
       publish_public();
       last_stream = Clock::now();
-    } else if (sim->paused() && Clock::now() - last_stream >= std::chrono::seconds(1)) {
+    } else if (!running && Clock::now() - last_stream >= std::chrono::seconds(1)) {
       v1::ServerMessage m;
       m.mutable_heartbeat()->set_tick(sim->tick());
       m.mutable_heartbeat()->set_server_time_ns(monotonic_ns());
@@ -299,10 +355,9 @@ void Server::Impl::run_sim() {
       last_stream = Clock::now();
       publish_public();
     }
-    if (!sim->paused() && sim->should_step() && Clock::now() > next + 4 * period) next = Clock::now();
     if (!options.state.empty() && options.save_every_s > 0 &&
         Clock::now() - last_save >= std::chrono::duration<double>(options.save_every_s)) {
-      if (Status s = save_state(options.state); !s.ok()) spdlog::error("periodic save: {}", s.message());
+      if (Status st = save_state(options.state); !st.ok()) spdlog::error("periodic save: {}", st.message());
       last_save = Clock::now();
     }
   }
@@ -365,9 +420,10 @@ void Server::stop(const std::string& reason) {
   }
   s.hub.wake();
   if (s.sim_thread.joinable()) s.sim_thread.join();
-  asio::post(s.io, [&s] {
+  asio::post(s.acceptor.get_executor(), [&s] {
     boost::system::error_code ignored;
     s.acceptor.close(ignored);
+    s.accept_backoff.cancel();
   });
   s.hub.goodbye_all(reason);
   // Give the Goodbyes a moment to leave, then stop the network.

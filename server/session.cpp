@@ -27,6 +27,9 @@ namespace {
 constexpr std::size_t kMaxQueuedBytes = std::size_t{64} << 20;
 // Commands a session may have waiting for the simulation thread.
 constexpr int kMaxInFlight = 1024;
+// Frame limit before the Hello and for viewers (who send nothing big):
+// controllers get --max-frame-bytes.
+constexpr std::size_t kMaxViewerFrame = std::size_t{64} << 10;
 
 std::shared_ptr<const std::string> frame_of(const v1::ServerMessage& message) {
   return std::make_shared<const std::string>(proto::encode_frame(message));
@@ -68,7 +71,7 @@ Session::Session(tcp::socket socket, Hub& hub)
     : socket_(std::move(socket)),
       hub_(hub),
       timer_(socket_.get_executor()),
-      decoder_(hub.options().max_frame) {
+      decoder_(std::min(hub.options().max_frame, kMaxViewerFrame)) {
   boost::system::error_code ec;
   const auto endpoint = socket_.remote_endpoint(ec);
   if (!ec) {
@@ -87,6 +90,10 @@ void Session::start() {
   asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
     set_socket_options(self->socket_);
     if (!self->hub_.add(self, &self->id_)) {
+      if (self->hub_.shutting_down()) {
+        self->fail(v1::SHUTTING_DOWN, "the server is shutting down");
+        return;
+      }
       const auto max = self->hub_.options().max_clients;
       spdlog::warn("refused {}: server full ({} clients, --max-clients)", self->peer_, max);
       self->fail(v1::SERVER_FULL, "server full: " + std::to_string(max) + " clients connected (--max-clients)");
@@ -105,9 +112,19 @@ void Session::start() {
 }
 
 void Session::read_more() {
+  reading_ = true;
   socket_.async_read_some(asio::buffer(read_buffer_), [self = shared_from_this()](boost::system::error_code ec,
                                                                                   std::size_t n) {
-    if (self->phase_ == Phase::kClosed || self->phase_ == Phase::kClosing) return;
+    self->reading_ = false;
+    if (self->phase_ == Phase::kClosed) return;
+    if (self->phase_ == Phase::kClosing) {
+      if (ec) {
+        self->close();
+      } else {
+        self->drain();
+      }
+      return;
+    }
     if (ec) {
       self->close();
       return;
@@ -119,8 +136,10 @@ void Session::read_more() {
       const auto r = self->decoder_.next(&frame, &length);
       if (r == proto::FrameDecoder::Result::kNeedMore) break;
       if (r == proto::FrameDecoder::Result::kTooLarge) {
-        self->fail(v1::FRAME_TOO_LARGE, "frame of " + std::to_string(length) + " bytes is over the limit of " +
-                                            std::to_string(self->decoder_.max_frame()) + " bytes (--max-frame-bytes)");
+        self->fail(v1::FRAME_TOO_LARGE,
+                   "frame of " + std::to_string(length) + " bytes is over the limit of " +
+                       std::to_string(self->decoder_.max_frame()) + " bytes" +
+                       (self->control_ ? " (--max-frame-bytes)" : " (before Hello and for viewers)"));
         return;
       }
       if (r == proto::FrameDecoder::Result::kBadPrefix) {
@@ -191,6 +210,7 @@ void Session::handle_hello(const v1::Hello& hello) {
       return;
     }
     control_ = true;
+    decoder_.set_max_frame(opt.max_frame);
   }
   timer_.cancel();
   phase_ = Phase::kActive;
@@ -255,6 +275,8 @@ void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snap
       if (now - self->last_snapshot_ < std::chrono::duration<double>(0.9 / self->max_rate_hz_)) return;
       self->last_snapshot_ = now;
     }
+    // A heartbeat never replaces a snapshot (while paused it may be the last).
+    if (!snapshot && self->stream_) return;
     if (self->stream_ && self->stream_is_snapshot_) self->hub_.snapshots_skipped.fetch_add(1);
     self->stream_ = std::move(frame);
     self->stream_is_snapshot_ = snapshot;
@@ -292,9 +314,11 @@ void Session::fail(v1::ErrorCode code, const std::string& message) {
 
 void Session::queue(std::shared_ptr<const std::string> frame) {
   if (phase_ == Phase::kClosed) return;
+  // The limit is on the backlog: one large result (a big world) is fine.
+  const bool backlog = queued_bytes_ > kMaxQueuedBytes;
   queued_bytes_ += frame->size();
   queue_.push_back(std::move(frame));
-  if (queued_bytes_ > kMaxQueuedBytes) {
+  if (backlog) {
     spdlog::warn("session {} ({}): does not read its results ({} bytes queued); closing", id_, peer_, queued_bytes_);
     close();
     return;
@@ -312,7 +336,7 @@ void Session::write_next() {
     writing_ = std::move(stream_);
     stream_.reset();
   } else {
-    if (phase_ == Phase::kClosing) close();
+    if (phase_ == Phase::kClosing) linger();
     return;
   }
   asio::async_write(socket_, asio::buffer(*writing_),
@@ -324,6 +348,29 @@ void Session::write_next() {
                       }
                       self->write_next();
                     });
+}
+
+void Session::linger() {
+  // Closing with unread input would make the kernel send a reset that can
+  // discard the Error still in flight: end our side, read until the peer
+  // closes (or the grace timer fires), then close.
+  boost::system::error_code ec;
+  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  drain();
+}
+
+void Session::drain() {
+  if (reading_ || phase_ == Phase::kClosed) return;
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(read_buffer_), [self = shared_from_this()](boost::system::error_code ec,
+                                                                                  std::size_t) {
+    self->reading_ = false;
+    if (ec) {
+      self->close();
+    } else {
+      self->drain();
+    }
+  });
 }
 
 void Session::close() {

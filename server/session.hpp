@@ -55,6 +55,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void queue(std::shared_ptr<const std::string> frame);
   void write_next();
   void close();
+  void linger();
+  void drain();
 
   boost::asio::ip::tcp::socket socket_;
   Hub& hub_;
@@ -67,6 +69,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   enum class Phase { kHandshake, kActive, kClosing, kClosed } phase_ = Phase::kHandshake;
   bool control_ = false;
+  bool reading_ = false;  // an async read is outstanding
   bool subscribed_ = false;
   double max_rate_hz_ = 0.0;
   std::chrono::steady_clock::time_point last_snapshot_{};

@@ -210,6 +210,16 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
   auto failed = [](const Status& st, const std::string& prefix) {
     return Failure{to_error_code(st.code()), prefix + st.message()};
   };
+  // A Step in progress owns the next ticks: commands that would resume or
+  // replace the world wait until it is done (its result says when).
+  if (pending_steps_ > 0) {
+    const auto kind = command.kind_case();
+    if (kind == v1::Command::kResume || kind == v1::Command::kReset || kind == v1::Command::kLoadScenario ||
+        kind == v1::Command::kLoadWorld) {
+      return {v1::FAILED_PRECONDITION, "a step command is in progress (" + std::to_string(pending_steps_) +
+                                           " ticks left): wait for its result"};
+    }
+  }
   switch (command.kind_case()) {
     case v1::Command::kPing: return {};
 

@@ -398,7 +398,7 @@ TEST_F(ServerTest, HandshakeTimeoutAndConnectionCapAreExplicit) {
   b.close();
   // A slot frees up once the server notices b left.
   bool joined = false;
-  for (int i = 0; i < 50 && !joined; ++i) {
+  for (int i = 0; i < 250 && !joined; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     joined = c.connect(address(), hello);
   }
@@ -411,6 +411,44 @@ TEST_F(ServerTest, HandshakeTimeoutAndConnectionCapAreExplicit) {
   ASSERT_TRUE(silent.receive(&m, 3.0)) << silent.error();
   ASSERT_TRUE(m.has_error());
   EXPECT_EQ(m.error().code(), v1::TIMEOUT);
+}
+
+TEST_F(ServerTest, EventWishesGetCollisionsAndAViewerJoiningWhilePausedSeesTheWorld) {
+  start();
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  // Two bodies flying at each other: one collision within a few ticks.
+  v1::Command spawn;
+  for (double x : {40.0, 60.0}) {
+    v1::Body& b = *spawn.mutable_spawn()->add_bodies();
+    b.mutable_position()->set_x(x);
+    b.mutable_position()->set_y(50);
+    b.mutable_velocity()->set_x(x < 50 ? 300.0 : -300.0);
+    b.set_radius(1.0);
+  }
+  v1::SnapshotWishes events_only;
+  events_only.set_events(true);
+  events_only.set_omit_bodies(true);
+  Connection viewer;
+  ASSERT_TRUE(connect(viewer, v1::ROLE_VIEWER, {}, &events_only));
+  ASSERT_EQ(call(ctl, spawn).code(), v1::OK);
+  bool collided = false;
+  for (int i = 0; i < 60 && !collided; ++i) {
+    v1::Snapshot s;
+    ASSERT_TRUE(next_snapshot(viewer, &s));
+    EXPECT_EQ(s.id_size(), 0) << "omit_bodies";
+    for (const auto& e : s.events()) collided = collided || (e.a() < e.b() && e.tick() <= s.tick());
+  }
+  EXPECT_TRUE(collided);
+  v1::Command pause;
+  pause.mutable_pause();
+  ASSERT_EQ(call(ctl, pause).code(), v1::OK);
+  Connection late;
+  ASSERT_TRUE(connect(late, v1::ROLE_VIEWER));
+  v1::Snapshot s;
+  ASSERT_TRUE(next_snapshot(late, &s, 2.0));
+  EXPECT_TRUE(s.paused());
+  EXPECT_EQ(s.id_size(), 2);
 }
 
 TEST_F(ServerTest, ManyConnectCyclesLeakNoDescriptor) {

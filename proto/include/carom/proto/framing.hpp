@@ -46,6 +46,7 @@ class FrameDecoder {
   /// Bytes received but not yet returned as frames.
   std::size_t buffered() const { return buffer_.size() - start_; }
   std::size_t max_frame() const { return max_frame_; }
+  void set_max_frame(std::size_t max_frame) { max_frame_ = max_frame; }
 
  private:
   std::size_t max_frame_;
