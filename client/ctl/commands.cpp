@@ -51,6 +51,26 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 void print_error(const std::string& what) { std::fprintf(stderr, "carom-ctl: %s\n", what.c_str()); }
 
+// Follows a snapshot stream: the newest tick and whether the world is paused.
+// False (after saying why) when the server ended the session.
+bool follow(const char* command, const v1::ServerMessage& message, std::uint64_t* tick, bool* paused) {
+  if (message.has_snapshot()) {
+    *tick = std::max(*tick, message.snapshot().tick());
+    *paused = message.snapshot().paused();
+  } else if (message.has_heartbeat()) {
+    *tick = std::max(*tick, message.heartbeat().tick());
+    *paused = true;
+  } else if (message.has_goodbye()) {
+    print_error(std::string(command) + ": the server said goodbye: " + message.goodbye().reason());
+    return false;
+  } else if (message.has_error()) {
+    print_error(std::string(command) + ": " + client::code_name(message.error().code()) + ": " +
+                message.error().message());
+    return false;
+  }
+  return true;
+}
+
 /// One controller connection.
 class Session {
  public:
@@ -587,19 +607,9 @@ int run_watch(const Globals& g, double seconds) {
       last_message = Clock::now();
       if (message.has_snapshot()) {
         stats = message.snapshot().stats();
-        tick = message.snapshot().tick();
-        paused = message.snapshot().paused();
         ++window_snapshots;
-      } else if (message.has_heartbeat()) {
-        tick = message.heartbeat().tick();
-        paused = true;
-      } else if (message.has_goodbye()) {
-        print_error("watch: the server said goodbye: " + message.goodbye().reason());
-        return kExitUsage;
-      } else if (message.has_error()) {
-        print_error("watch: " + client::code_name(message.error().code()) + ": " + message.error().message());
-        return kExitUsage;
       }
+      if (!follow("watch", message, &tick, &paused)) return kExitUsage;
     } else if (!connection.connected()) {
       print_error("watch: " + connection.error());
       return kExitUsage;
@@ -712,19 +722,7 @@ int run_play(const Globals& g, const std::string& file, bool load) {
       v1::ServerMessage message;
       if (connection.receive(&message, 0.25)) {
         last_message = Clock::now();
-        if (message.has_snapshot()) {
-          tick = std::max(tick, message.snapshot().tick());
-          paused = message.snapshot().paused();
-        } else if (message.has_heartbeat()) {
-          tick = std::max(tick, message.heartbeat().tick());
-          paused = true;
-        } else if (message.has_goodbye()) {
-          print_error("play: the server said goodbye: " + message.goodbye().reason());
-          return kExitUsage;
-        } else if (message.has_error()) {
-          print_error("play: " + client::code_name(message.error().code()) + ": " + message.error().message());
-          return kExitUsage;
-        }
+        if (!follow("play", message, &tick, &paused)) return kExitUsage;
       } else if (!connection.connected()) {
         print_error("play: " + connection.error());
         return kExitUsage;
