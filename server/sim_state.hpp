@@ -44,8 +44,8 @@ class SimState {
 
   /// Replaces the world with a saved one (bit-exact: same state hash, and the
   /// same trajectory afterwards). Becomes the reset point.
-  /// Also takes the saved paused flag and tick rate; keeps the tick counter
-  /// (saved.tick is informational) and ends any running script. Messages
+  /// Also takes the saved paused flag and tick rate; moves the tick counter
+  /// forward to saved.tick if it is behind (ticks never go back) and ends any running script. Messages
   /// start "world." ("world.state_hash: ...").
   Status load_saved(const v1::SavedWorld& saved);
   /// The complete state (bodies, parameters incl. tick_hz, tick, paused, ids,

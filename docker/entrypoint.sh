@@ -1,0 +1,23 @@
+#!/bin/sh
+# Entry point of the carom image: carom-server on 0.0.0.0:7878, its world kept
+# in /data (loaded at start when present, saved every $CAROM_SAVE_EVERY seconds
+# and on SIGTERM). Arguments starting with '-' are added to carom-server's
+# (--insecure, --tick-hz 120, --threads 4 ...); any other first argument is run
+# as a command instead (carom-ctl stats, sh ...).
+#   CAROM_TOKEN       controllers must present it (required unless --insecure)
+#   CAROM_SCENARIO    scenario loaded when /data holds no world yet: a name from
+#                     /usr/share/carom/scenarios or a .txtpb path ("" = empty world)
+#   CAROM_SAVE_EVERY  seconds between saves of /data/world.pb (0 = on exit only)
+set -e
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+  exec "$@"
+fi
+scenarios=/usr/share/carom/scenarios
+set -- --bind 0.0.0.0 --port 7878 --scenario-dir "$scenarios" \
+  --state /data/world.pb --save-every "${CAROM_SAVE_EVERY:-30}" "$@"
+case "${CAROM_SCENARIO:-}" in
+  "") ;;
+  */* | *.txtpb) set -- --scenario "$CAROM_SCENARIO" "$@" ;;
+  *) set -- --scenario "$scenarios/$CAROM_SCENARIO.txtpb" "$@" ;;
+esac
+exec carom-server "$@"
