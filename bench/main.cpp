@@ -126,8 +126,11 @@ int main(int argc, char** argv) {
   app.add_option("--bodies", spec.bodies, "number of bodies")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "steps to time")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--solver", solver_name, "discrete | verlet (default: the scene's)")
-      ->check(CLI::IsMember({"discrete", "verlet"}));
+  app.add_option("--solver", solver_name, "discrete | verlet | continuous (default: the scene's)")
+      ->check(CLI::IsMember({"discrete", "verlet", "continuous"}));
+  bool baseline = false;
+  app.add_flag("--baseline", baseline,
+               "continuous solver: the textbook reference that predicts every body against all N bodies");
   app.add_option("--substeps", substeps, "substeps per step (default: the scene's)")->check(CLI::Range(1, 64));
   app.add_option("--eta", spec.eta, "area fraction for gas, pile, mixed")->capture_default_str();
   app.add_option("--seed", spec.seed, "random seed of the scene")->capture_default_str();
@@ -158,6 +161,7 @@ int main(int argc, char** argv) {
 
   carom::WorldConfig config;
   config.threads = threads;
+  config.continuous_all_pairs = baseline;
   carom::World world(config);
   if (auto st = world.set_params(scene.params); !st.ok()) {
     std::cerr << "carom-bench: " << st.message() << "\n";
@@ -184,7 +188,8 @@ int main(int argc, char** argv) {
   if (live) return run_live(world, seconds);
 
   const double ke_start = world.stats().kinetic_energy;
-  std::uint64_t contacts = 0, collisions = 0, rebuilds = 0, rounds = 0;
+  std::uint64_t contacts = 0, collisions = 0, rebuilds = 0, rounds = 0, events = 0, capped_steps = 0;
+  double wall_impulse = 0.0;
   carom::StageTimes stage{};
   const auto t0 = Clock::now();
   for (std::uint64_t k = 0; k < steps; ++k) {
@@ -194,6 +199,9 @@ int main(int argc, char** argv) {
     collisions += st.collisions;
     rebuilds += st.pair_rebuilds;
     rounds = std::max<std::uint64_t>(rounds, st.rounds);
+    events += st.events_processed;
+    capped_steps += st.events_capped ? 1 : 0;
+    wall_impulse += st.wall_impulse;
     stage.integrate_velocities += st.seconds.integrate_velocities;
     stage.find_pairs += st.seconds.find_pairs;
     stage.collide += st.seconds.collide;
@@ -205,6 +213,12 @@ int main(int argc, char** argv) {
   const auto& st = world.stats();
   const double n = static_cast<double>(world.size());
   const double body_steps = n * static_cast<double>(steps) / secs;
+  // Pressure: the time-averaged force on the walls per unit wall length,
+  // total normal impulse / (simulated time x perimeter). 2D: N/m.
+  const auto& box = world.params().bounds;
+  const double perimeter = box.walled ? 2.0 * ((box.max.x - box.min.x) + (box.max.y - box.min.y)) : 0.0;
+  const double sim_time = static_cast<double>(steps) * world.params().dt;
+  const double pressure = perimeter > 0.0 ? wall_impulse / (sim_time * perimeter) : 0.0;
 
   nlohmann::ordered_json j;
   j["scene"] = spec.name;
@@ -221,6 +235,12 @@ int main(int argc, char** argv) {
   j["collisions_per_step"] = static_cast<double>(collisions) / static_cast<double>(steps);
   j["pair_rebuilds_per_step"] = static_cast<double>(rebuilds) / static_cast<double>(steps);
   j["max_rounds"] = rounds;
+  j["baseline"] = baseline;
+  j["collisions"] = collisions;
+  j["collisions_per_s"] = static_cast<double>(collisions) / secs;
+  j["events_processed"] = events;
+  j["capped_steps"] = capped_steps;
+  j["pressure"] = pressure;
   j["kinetic_energy_start"] = ke_start;
   j["kinetic_energy_end"] = st.kinetic_energy;
   j["state_hash"] = hex(world.state_hash());
@@ -244,6 +264,9 @@ int main(int argc, char** argv) {
     std::printf("  pair rebuilds/step %.2f  candidate pairs %llu  max rounds %llu\n",
                 static_cast<double>(rebuilds) / static_cast<double>(steps),
                 static_cast<unsigned long long>(st.candidate_pairs), static_cast<unsigned long long>(rounds));
+    std::printf("  collisions %llu (%.3f M/s)   events %llu   capped steps %llu   pressure %.6g N/m\n",
+                static_cast<unsigned long long>(collisions), static_cast<double>(collisions) / secs / 1e6,
+                static_cast<unsigned long long>(events), static_cast<unsigned long long>(capped_steps), pressure);
     std::printf("  stages (s): velocities %.3f  pairs %.3f  collide %.3f  resolve %.3f  positions %.3f\n",
                 stage.integrate_velocities, stage.find_pairs, stage.collide, stage.resolve_contacts,
                 stage.integrate_positions);

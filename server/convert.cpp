@@ -104,10 +104,11 @@ Status apply_params(const v1::WorldParams& in, Params* params, double* tick_hz) 
       case v1::SOLVER_UNSPECIFIED: break;
       case v1::SOLVER_DISCRETE: p.solver = Solver::kDiscrete; break;
       case v1::SOLVER_VERLET: p.solver = Solver::kVerlet; break;
+      case v1::SOLVER_CONTINUOUS: p.solver = Solver::kContinuous; break;
       default:
         return {StatusCode::kInvalidArgument,
                 "solver: unknown value " + std::to_string(static_cast<int>(in.solver())) +
-                    " (1 = SOLVER_DISCRETE, 2 = SOLVER_VERLET)"};
+                    " (1 = SOLVER_DISCRETE, 2 = SOLVER_VERLET, 3 = SOLVER_CONTINUOUS)"};
     }
   }
   if (in.has_substeps())
@@ -135,7 +136,11 @@ void params_to_proto(const Params& p, double tick_hz, v1::WorldParams* out) {
   to_proto(p.gravity, out->mutable_gravity());
   out->set_restitution(p.restitution);
   out->set_linear_damping(p.linear_damping);
-  out->set_solver(p.solver == Solver::kVerlet ? v1::SOLVER_VERLET : v1::SOLVER_DISCRETE);
+  switch (p.solver) {
+    case Solver::kDiscrete: out->set_solver(v1::SOLVER_DISCRETE); break;
+    case Solver::kVerlet: out->set_solver(v1::SOLVER_VERLET); break;
+    case Solver::kContinuous: out->set_solver(v1::SOLVER_CONTINUOUS); break;
+  }
   out->set_substeps(static_cast<std::uint32_t>(p.substeps));
   out->set_iterations(static_cast<std::uint32_t>(p.iterations));
   out->set_dt(p.dt);

@@ -415,6 +415,15 @@ void SimState::fill_stats(v1::Stats* out) const {
   out->set_kinetic_energy(s.kinetic_energy);
   to_proto(s.momentum, out->mutable_momentum());
   out->set_step_seconds(s.seconds.total);
+  out->set_events_processed(s.events_processed);
+  out->set_wall_collisions(s.wall_collisions);
+  out->set_events_capped(s.events_capped);
+  out->set_wall_impulse(s.wall_impulse);
+  // Pressure in 2D: force per unit wall length, averaged over the tick.
+  const Params& p = world_.params();
+  const double perimeter =
+      p.bounds.walled ? 2.0 * ((p.bounds.max.x - p.bounds.min.x) + (p.bounds.max.y - p.bounds.min.y)) : 0.0;
+  out->set_pressure(perimeter > 0.0 ? s.wall_impulse / (p.dt * perimeter) : 0.0);
   out->set_paused(paused_);
   out->set_tick(tick_);
   out->set_tick_hz(tick_hz_);

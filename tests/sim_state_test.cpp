@@ -423,7 +423,7 @@ void expect_same_future(SimState& a, SimState& b, int ticks) {
 }
 
 TEST(SimState, SaveLoadContinuesBitIdentically) {
-  for (const char* solver : {"SOLVER_DISCRETE", "SOLVER_VERLET"}) {
+  for (const char* solver : {"SOLVER_DISCRETE", "SOLVER_VERLET", "SOLVER_CONTINUOUS"}) {
     SCOPED_TRACE(solver);
     SimState a(options());
     ASSERT_TRUE(a.load_scenario(parse<v1::Scenario>(pile_scenario(solver))).ok());
@@ -765,6 +765,32 @@ TEST(SimState, GetStats) {
   EXPECT_EQ(r.stats().tick(), 2u);
   EXPECT_TRUE(r.stats().paused());
   EXPECT_EQ(r.stats().tick_hz(), 60.0);
+}
+
+// The continuous solver through the protocol: selected by set_params and by
+// a scenario, reported back, and its stats (events, wall impulse, pressure).
+TEST(SimState, ContinuousSolverThroughTheProtocol) {
+  SimState sim(options());
+  ok(sim, "set_params { params { solver: SOLVER_CONTINUOUS } }");
+  EXPECT_EQ(sim.world().params().solver, Solver::kContinuous);
+  v1::WorldParams p;
+  sim.fill_params(&p);
+  EXPECT_EQ(p.solver(), v1::SOLVER_CONTINUOUS);
+
+  ASSERT_TRUE(sim.load_scenario(parse<v1::Scenario>(R"(
+    params { bounds { walled: true min { x: 0 y: 0 } max { x: 20 y: 20 } } solver: SOLVER_CONTINUOUS restitution: 1 }
+    generators { random_box { min { x: 1 y: 1 } max { x: 19 y: 19 } count: 150 radius { min: 0.3 max: 0.3 }
+                              speed { min: 5 max: 10 } seed: 3 } })")).ok());
+  EXPECT_EQ(sim.world().params().solver, Solver::kContinuous);
+  tick(sim, 30);
+  const v1::CommandResult r = run(sim, "get_stats {}");
+  ASSERT_EQ(r.code(), v1::OK);
+  EXPECT_GT(r.stats().events_processed(), 0u);
+  EXPECT_EQ(r.stats().events_processed(), r.stats().collisions() + r.stats().wall_collisions());
+  EXPECT_FALSE(r.stats().events_capped());
+  EXPECT_GT(r.stats().wall_impulse(), 0.0);
+  const Params& q = sim.world().params();
+  EXPECT_EQ(r.stats().pressure(), r.stats().wall_impulse() / (q.dt * 80.0));
 }
 
 // --- generators ---------------------------------------------------------------------------

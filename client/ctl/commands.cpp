@@ -311,7 +311,9 @@ v1::Command make_set_params(const ParamsOptions& o) {
   if (!o.damping.empty()) p->set_linear_damping(parse_double(o.damping, "--damping"));
   if (o.solver == "discrete") p->set_solver(v1::SOLVER_DISCRETE);
   if (o.solver == "verlet") p->set_solver(v1::SOLVER_VERLET);
-  if (!o.solver.empty() && !p->has_solver()) throw UsageError("--solver '" + o.solver + "': expected discrete or verlet");
+  if (o.solver == "continuous") p->set_solver(v1::SOLVER_CONTINUOUS);
+  if (!o.solver.empty() && !p->has_solver())
+    throw UsageError("--solver '" + o.solver + "': expected discrete, verlet or continuous");
   if (!o.substeps.empty()) p->set_substeps(parse_uint32(o.substeps, "--substeps"));
   if (!o.iterations.empty()) p->set_iterations(parse_uint32(o.iterations, "--iterations"));
   if (!o.dt.empty()) p->set_dt(parse_double(o.dt, "--dt"));

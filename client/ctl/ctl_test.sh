@@ -121,6 +121,11 @@ contains "$work/out" '"restitution"' "params --json"
 expect 1 "params bad restitution" -- c params --restitution 2
 contains "$work/err" "restitution" "bad restitution names the field"
 expect 2 "params bad solver" -- c params --solver euler
+expect 0 "params continuous" -- c params --solver continuous
+sleep 0.2
+expect 0 "params show continuous" -- c params
+contains "$work/out" "continuous" "params show solver continuous"
+expect 0 "params back to discrete" -- c params --solver discrete
 
 expect 0 "pause" -- c pause
 expect 0 "step 5" -- c step 5

@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
   params->add_option("--restitution", params_options.restitution, "restitution in [0, 1]")->type_name("E");
   params->add_option("--damping", params_options.damping, "linear damping, 1/s")->type_name("C");
   params->add_option("--solver", params_options.solver, "solver")
-      ->type_name("discrete|verlet")
-      ->check(CLI::IsMember({"discrete", "verlet"}));
+      ->type_name("discrete|verlet|continuous")
+      ->check(CLI::IsMember({"discrete", "verlet", "continuous"}));
   params->add_option("--substeps", params_options.substeps, "substeps per tick (1..64)")->type_name("N");
   params->add_option("--iterations", params_options.iterations, "solver passes per substep (1..64)")->type_name("N");
   params->add_option("--dt", params_options.dt, "seconds per tick")->type_name("S");

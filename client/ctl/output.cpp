@@ -51,6 +51,8 @@ const char* solver_name(v1::Solver solver) {
       return "discrete";
     case v1::SOLVER_VERLET:
       return "verlet";
+    case v1::SOLVER_CONTINUOUS:
+      return "continuous";
     default:
       return "unspecified";
   }
@@ -85,6 +87,11 @@ void print_stats(std::FILE* out, const v1::Stats& s) {
   std::fprintf(out, "bodies        %u\n", s.bodies());
   std::fprintf(out, "contacts      %llu\n", static_cast<unsigned long long>(s.contacts()));
   std::fprintf(out, "collisions    %llu\n", static_cast<unsigned long long>(s.collisions()));
+  if (s.events_processed() > 0 || s.events_capped())
+    std::fprintf(out, "events        %llu (%llu at walls)%s   pressure %g N/m\n",
+                 static_cast<unsigned long long>(s.events_processed()),
+                 static_cast<unsigned long long>(s.wall_collisions()), s.events_capped() ? " CAPPED" : "",
+                 s.pressure());
   std::fprintf(out, "kinetic       %g J\n", s.kinetic_energy());
   std::fprintf(out, "momentum      %g, %g kg m/s\n", s.momentum().x(), s.momentum().y());
   std::fprintf(out, "step          %.3f ms\n", s.step_seconds() * 1e3);

@@ -17,6 +17,7 @@
 #include "body_store.hpp"
 #include "broad_phase.hpp"
 #include "contact_order.hpp"
+#include "continuous.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
 
@@ -38,6 +39,7 @@ const char* to_string(Solver solver) {
   switch (solver) {
     case Solver::kDiscrete: return "discrete";
     case Solver::kVerlet: return "verlet";
+    case Solver::kContinuous: return "continuous";
   }
   return "unknown";
 }
@@ -47,6 +49,8 @@ bool parse_solver(std::string_view text, Solver* out) {
     *out = Solver::kDiscrete;
   } else if (text == "verlet") {
     *out = Solver::kVerlet;
+  } else if (text == "continuous") {
+    *out = Solver::kContinuous;
   } else {
     return false;
   }
@@ -93,8 +97,8 @@ Status check_params(const Params& p) {
     return invalid("restitution", "must be in [0, 1]", num(p.restitution));
   if (!(p.linear_damping >= 0.0 && std::isfinite(p.linear_damping)))
     return invalid("linear_damping", "must be finite and >= 0 (1/s)", num(p.linear_damping));
-  if (p.solver != Solver::kDiscrete && p.solver != Solver::kVerlet)
-    return invalid("solver", "must be discrete or verlet", std::to_string(static_cast<int>(p.solver)));
+  if (p.solver != Solver::kDiscrete && p.solver != Solver::kVerlet && p.solver != Solver::kContinuous)
+    return invalid("solver", "must be discrete, verlet or continuous", std::to_string(static_cast<int>(p.solver)));
   if (p.substeps < 1 || p.substeps > 64) return invalid("substeps", "must be in [1, 64]", std::to_string(p.substeps));
   if (p.iterations < 1 || p.iterations > 64)
     return invalid("iterations", "must be in [1, 64]", std::to_string(p.iterations));
@@ -144,12 +148,16 @@ struct WorldState {
   // what the current candidate list carries.
   std::optional<WarmByIds> pending_warm;
 
+  // The continuous solver's scratch (nothing in it outlives a step).
+  ContinuousSolver continuous;
+
   StepStats stats;
   bool energy_dirty = true;
   std::vector<CollisionEvent> events;
 
   WorldState(const WorldConfig& c, const Params& p)
-      : config(WorldConfig{std::min(c.max_bodies, kMaxBodies), c.threads}),
+      : config(WorldConfig{std::min(c.max_bodies, kMaxBodies), c.threads, c.continuous_events_per_body,
+                           c.continuous_all_pairs}),
         params(check_params(p).ok() ? p : Params{}),
         arena(c.threads > 0 ? c.threads : tbb::info::default_concurrency()) {}
 
@@ -211,6 +219,8 @@ struct WorldState {
 
   void rebuild_pairs();
   void step();
+  void step_continuous(StepStats& st);
+  void step_substeps(StepStats& st);
 };
 
 void WorldState::rebuild_pairs() {
@@ -263,6 +273,66 @@ void WorldState::step() {
   st.step = stats.step + 1;
   st.time = stats.time + params.dt;
   events.clear();
+  const Params& p = params;
+  if (p.solver == Solver::kContinuous) {
+    step_continuous(st);
+  } else {
+    step_substeps(st);
+  }
+
+  // 6. Stats: energy, momentum.
+  auto t = Clock::now();
+  measure_energy(bodies, st);
+  energy_dirty = false;
+  if (p.solver != Solver::kContinuous) st.candidate_pairs = pairs.count;
+  st.seconds.stats = seconds_since(t);
+  st.seconds.total = seconds_since(t_step);
+  stats = st;
+}
+
+// The continuous solver: one event-driven pass over the whole step (substeps
+// and iterations do not apply). Nothing of it outlives the step, so nothing
+// needs saving; the discrete solver's pair list is marked stale and its wall
+// touches dropped (bodies moved), as after an edit.
+void WorldState::step_continuous(StepStats& st) {
+  const Params& p = params;
+  const ContinuousOptions options{config.continuous_all_pairs, config.continuous_events_per_body};
+
+  // 1. Kick: damping and gravity for the whole step, v = v e^{-c dt} + g dt;
+  //    bodies then drift in straight lines between events (symplectic Euler).
+  auto t = Clock::now();
+  integrate_velocities(bodies, p.gravity, std::exp(-p.linear_damping * p.dt), p.dt, {}, {});
+  st.seconds.integrate_velocities += seconds_since(t);
+
+  // 2. Broad phase: spatial hash over swept extents (the few fastest or
+  //    largest bodies: their neighbours by query).
+  t = Clock::now();
+  continuous.find_swept_pairs(bodies, p, options);
+  st.candidate_pairs = continuous.candidate_pairs();
+  st.pair_rebuilds = 1;
+  st.seconds.find_pairs += seconds_since(t);
+
+  // 3. Narrow phase: the hash's pairs with their times of impact, neighbour
+  //    lists, every body's earliest event -> the calendar.
+  t = Clock::now();
+  continuous.predict_events();
+  st.seconds.collide += seconds_since(t);
+
+  // 4. Resolve: events in (time, lower id, higher id) order until the end of
+  //    the step; only the two bodies of a collision are predicted again.
+  t = Clock::now();
+  continuous.process_events(options, bodies, p.record_events ? &events : nullptr, p.max_events, st);
+  st.seconds.resolve_contacts += seconds_since(t);
+
+  // 5. Integrate positions: every body drifts to the end of the step.
+  t = Clock::now();
+  continuous.finish_step(bodies);
+  pairs_dirty = true;
+  walls.blocks.clear();
+  st.seconds.integrate_positions += seconds_since(t);
+}
+
+void WorldState::step_substeps(StepStats& st) {
   const Params& p = params;
   const double h = p.dt / p.substeps;
   const double damping = std::exp(-p.linear_damping * h);
@@ -328,15 +398,6 @@ void WorldState::step() {
   }
   // The displacement since the pair list was built is measured at the start
   // of the next substep (integrate_velocities, or predict for Verlet).
-
-  // 6. Stats: energy, momentum.
-  auto t = Clock::now();
-  measure_energy(bodies, st);
-  energy_dirty = false;
-  st.candidate_pairs = pairs.count;
-  st.seconds.stats = seconds_since(t);
-  st.seconds.total = seconds_since(t_step);
-  stats = st;
 }
 
 }  // namespace detail

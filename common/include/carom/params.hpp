@@ -23,11 +23,14 @@ inline constexpr std::uint32_t kMaxBodies = 1u << 28;  ///< cap on WorldConfig::
 enum class Solver : std::uint8_t {
   kDiscrete = 0,  ///< a posteriori: impulses on overlapping, approaching pairs + position correction
   kVerlet = 1,    ///< position-based: push-apart on positions, velocity derived from motion
+  /// a priori: exact times of impact, events processed in time order within
+  /// each step (substeps and iterations do not apply); nothing tunnels
+  kContinuous = 2,
 };
 
-/// "discrete" / "verlet".
+/// "discrete" / "verlet" / "continuous".
 const char* to_string(Solver solver);
-/// Parses "discrete" / "verlet"; returns false on anything else.
+/// Parses "discrete" / "verlet" / "continuous"; returns false on anything else.
 bool parse_solver(std::string_view text, Solver* out);
 
 /// The walled box. `walled == false` means unbounded: no walls at all.
@@ -45,12 +48,14 @@ struct Params {
   double restitution = 1.0;      ///< in [0, 1]; bodies and walls
   /// Linear damping c in 1/s: each substep of length h multiplies velocity by
   /// exp(-c h). The "x0.99 per frame at 60 Hz" friction is c = -60 ln 0.99 = 0.603.
+  /// (Continuous: once per step, exp(-c dt), with gravity's kick g dt.)
   double linear_damping = 0.0;
   Solver solver = Solver::kDiscrete;
-  int substeps = 4;              ///< 1..64 substeps per step
+  int substeps = 4;              ///< 1..64 substeps per step (the continuous solver does not use it)
   /// 1..64 solver passes per substep. Discrete: velocity passes over all
   /// contacts and walls, stopping early once no pair approaches (support
   /// travels through a pile one pass at a time). Verlet: position passes.
+  /// Continuous: not used.
   int iterations = 8;
   double dt = 1.0 / 60.0;        ///< seconds per step, (0, 1]
   double density = 1.0;          ///< kg/m^2, for bodies added with mass 0
@@ -64,6 +69,14 @@ struct WorldConfig {
   /// are lowered to it.
   std::uint32_t max_bodies = 1u << 24;
   int threads = 0;                      ///< worker threads; 0 = all hardware threads
+  /// Continuous solver: a step processes at most this many events per body
+  /// (plus 4096); past it the step ends early (StepStats::events_capped).
+  std::uint32_t continuous_events_per_body = 256;
+  /// Continuous solver, for tests and carom-bench --baseline only: the
+  /// textbook reference that predicts each body against every other body
+  /// (O(N) per prediction, O(N^2) per step) instead of its swept-extent
+  /// neighbours. Same results, bit for bit.
+  bool continuous_all_pairs = false;
 };
 
 }  // namespace carom

@@ -91,7 +91,9 @@ class World {
   /// 1..15 (kInvalidArgument).
   Status restore_solver_state(const SolverState& state);
 
-  /// Advances the world by params().dt (params().substeps substeps).
+  /// Advances the world by params().dt (params().substeps substeps; the
+  /// continuous solver: one kick of gravity and damping, then every impact in
+  /// time order, see docs/architecture.md).
   void step();
   /// Statistics of the last step (kinetic energy and momentum are kept
   /// current after every change, so they are valid before the first step too).
