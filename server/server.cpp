@@ -35,23 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Writes to a temporary file in the same directory, then renames it over the
-// target, so a crash never leaves a half-written state.
-Status write_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return {StatusCode::kInvalidArgument, path + ": cannot write " + tmp};
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) return {StatusCode::kInvalidArgument, path + ": write failed"};
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return {StatusCode::kInvalidArgument, path + ": cannot rename " + tmp + ": " + ec.message()};
-  return {};
-}
-
 // Tick times of the current measurement window (the last 2^16 ticks at
 // most): the whole tick's work (commands, step, snapshot encoding and
 // hand-off) and the simulation step alone.
@@ -368,7 +351,9 @@ Status Server::Impl::save_state(const std::string& path) {
   sim->save(&saved);
   std::string bytes;
   if (!saved.SerializeToString(&bytes)) return {StatusCode::kInvalidArgument, path + ": cannot serialize the world"};
-  return write_atomically(path, bytes);
+  std::string error;
+  if (!proto::write_file_atomically(path, bytes, &error)) return {StatusCode::kInvalidArgument, error};
+  return {};
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -15,12 +15,6 @@ int snapshot_variant(const v1::SnapshotWishes& wishes) {
   return (wishes.velocities() ? 1 : 0) | (wishes.events() ? 2 : 0) | (wishes.omit_bodies() ? 4 : 0);
 }
 
-std::int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 namespace {
 
 template <typename T, typename U>

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "carom/proto/framing.hpp"
 #include "carom/v1/protocol.pb.h"
 #include "sim_state.hpp"
 
@@ -38,6 +39,6 @@ struct SnapshotExtras {
 void encode_snapshots(const SimState& sim, const SnapshotExtras& extras, unsigned needed, SnapshotFrames* out);
 
 /// CLOCK_MONOTONIC in nanoseconds (the clock of server_time_ns).
-std::int64_t monotonic_ns();
+using proto::monotonic_ns;
 
 }  // namespace carom::server

@@ -167,30 +167,6 @@ void print_located(const std::string& file, int line, const v1::CommandResult& r
                result.message().c_str());
 }
 
-bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      *error = temp + ": cannot create: " + std::strerror(errno);
-      return false;
-    }
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      *error = temp + ": cannot write: " + std::strerror(errno);
-      std::remove(temp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    *error = path + ": cannot replace: " + std::strerror(errno);
-    std::remove(temp.c_str());
-    return false;
-  }
-  return true;
-}
-
 bool is_text_name(const std::string& file) {
   for (const char* ext : {".txtpb", ".textproto", ".txt", ".pbtxt"}) {
     if (file.size() >= std::strlen(ext) && file.compare(file.size() - std::strlen(ext), std::string::npos, ext) == 0) {
@@ -511,7 +487,7 @@ int run_save(const Globals& g, const std::string& file) {
   if (result.code() == v1::OK) {
     result.world().SerializeToString(&bytes);
     std::string error;
-    if (!write_file_atomically(file, bytes, &error)) {
+    if (!proto::write_file_atomically(file, bytes, &error)) {
       print_error("save: " + error);
       return kExitCommandError;
     }

@@ -56,12 +56,6 @@ bool parse_address(std::string_view text, Address* out, std::string* error) {
   return true;
 }
 
-std::int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 std::string code_name(v1::ErrorCode code) { return v1::ErrorCode_Name(code); }
 
 struct Connection::Impl {

@@ -4,9 +4,17 @@
 
 #include "carom/proto/framing.hpp"
 
+#include <time.h>
+
 #include <google/protobuf/io/coded_stream.h>
 
 namespace carom::proto {
+
+std::int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 void append_frame(const google::protobuf::MessageLite& message, std::string* out) {
   const std::size_t size = message.ByteSizeLong();

@@ -4,7 +4,12 @@
 
 #include "carom/proto/text.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -89,6 +94,30 @@ bool read_file(const std::string& path, std::string* out) {
   buffer << in.rdbuf();
   if (in.bad()) return false;
   *out = std::move(buffer).str();
+  return true;
+}
+
+bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      *error = temp + ": cannot create: " + std::strerror(errno);
+      return false;
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      *error = temp + ": cannot write: " + std::strerror(errno);
+      std::remove(temp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    *error = path + ": cannot replace: " + std::strerror(errno);
+    std::remove(temp.c_str());
+    return false;
+  }
   return true;
 }
 

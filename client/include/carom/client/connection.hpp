@@ -24,7 +24,7 @@ struct Address {
 bool parse_address(std::string_view text, Address* out, std::string* error);
 
 /// Nanoseconds of CLOCK_MONOTONIC, the clock of Snapshot.server_time_ns.
-std::int64_t monotonic_ns();
+using proto::monotonic_ns;
 
 class Connection {
  public:

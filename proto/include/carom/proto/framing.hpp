@@ -20,6 +20,10 @@ inline constexpr std::size_t kDefaultMaxClientFrame = std::size_t{1} << 20;
 /// Limit clients use for server-to-client frames (large worlds' snapshots).
 inline constexpr std::size_t kDefaultMaxServerFrame = std::size_t{1} << 30;
 
+/// CLOCK_MONOTONIC in nanoseconds: the clock of Snapshot.server_time_ns and
+/// Heartbeat.server_time_ns (comparable only on one host). Any thread.
+std::int64_t monotonic_ns();
+
 /// Appends the varint32 length and the serialized message to *out. Any thread.
 void append_frame(const google::protobuf::MessageLite& message, std::string* out);
 /// One framed message. Any thread.

@@ -43,4 +43,8 @@ bool parse_text_file(const std::string& path, google::protobuf::Message* message
 /// Reads a whole file into *out; false if it cannot be read.
 bool read_file(const std::string& path, std::string* out);
 
+/// Writes bytes to a temporary file next to `path`, then renames it over
+/// `path`, so a crash never leaves half a file. False and *error on failure.
+bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error);
+
 }  // namespace carom::proto
