@@ -142,11 +142,15 @@ int main(int argc, char** argv) {
   app.add_flag("--net", net, "run the server with --viewers viewers on loopback: tick times and snapshot latency");
   app.add_option("--viewers", net_options.viewers, "with --net: viewers")->capture_default_str()->check(CLI::Range(0, 1000));
   app.add_option("--tick-hz", net_options.tick_hz, "with --net: server tick rate")->capture_default_str()->check(CLI::Range(1.0, 1000.0));
+  bool no_body_tables = false;
+  app.add_flag("--no-body-tables", no_body_tables,
+               "with --net: viewers get ids and radii in every snapshot instead of in body tables");
   CLI11_PARSE(app, argc, argv);
   if (net) {
     net_options.scene = spec;
     net_options.threads = threads;
     net_options.json = json;
+    net_options.body_tables = !no_body_tables;
     net_options.seconds = seconds > 0 ? seconds : 60.0;
     return carom::bench::run_net_bench(net_options);
   }

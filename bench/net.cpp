@@ -1,8 +1,10 @@
 // carom-bench --net. Phase 1: the world ticks with only a controller
 // connected; phase 2: the same with N viewers, each on its own thread, every
 // snapshot's latency measured as (arrival on CLOCK_MONOTONIC) - server_time_ns
-// (same machine, same clock). The server reports its own tick-time
-// percentiles and late ticks through GetStats.
+// (same machine, same clock). A viewer is carom-view's Connection: it parses
+// every snapshot in full and, with body tables, fills in the ids and radii
+// from the table. The server reports its own tick-time percentiles (tick work
+// and the step alone) and late ticks through GetStats.
 
 #include "bench/net.hpp"
 
@@ -145,6 +147,7 @@ int run_net_bench(const NetBenchOptions& o) {
   for (int i = 0; i < o.viewers; ++i) {
     threads.emplace_back([&, i] {
       client::Connection v;
+      v.set_body_tables(o.body_tables);
       v1::Hello h;
       h.set_role(v1::ROLE_VIEWER);
       h.set_client_name("bench-viewer-" + std::to_string(i));
@@ -191,12 +194,17 @@ int run_net_bench(const NetBenchOptions& o) {
   j["viewers"] = o.viewers;
   j["viewers_failed"] = failed.load();
   j["tick_hz"] = o.tick_hz;
+  j["body_tables"] = o.body_tables;
   j["seconds_per_phase"] = o.seconds;
   j["tick_p50_ms_no_viewers"] = alone.stats.tick_p50_seconds() * 1e3;
   j["tick_p99_ms_no_viewers"] = p99_alone;
   j["tick_p50_ms_viewers"] = watched.stats.tick_p50_seconds() * 1e3;
   j["tick_p99_ms_viewers"] = p99_watched;
   j["tick_p99_ratio"] = p99_alone > 0 ? p99_watched / p99_alone : 0.0;
+  j["step_p50_ms_no_viewers"] = alone.stats.step_p50_seconds() * 1e3;
+  j["step_p99_ms_no_viewers"] = alone.stats.step_p99_seconds() * 1e3;
+  j["step_p50_ms_viewers"] = watched.stats.step_p50_seconds() * 1e3;
+  j["step_p99_ms_viewers"] = watched.stats.step_p99_seconds() * 1e3;
   j["late_ticks_no_viewers"] = alone.stats.late_ticks();
   j["late_ticks_viewers"] = watched.stats.late_ticks();
   j["ticks_measured"] = watched.stats.ticks_measured();
@@ -207,6 +215,8 @@ int run_net_bench(const NetBenchOptions& o) {
   j["latency_p99_ms"] = lat_p99;
   j["latency_max_ms"] = lat_max;
   j["received_mb_per_s"] = static_cast<double>(watched.bytes) / 1e6 / o.seconds;
+  j["bytes_per_snapshot"] =
+      watched.snapshots > 0 ? static_cast<double>(watched.bytes) / static_cast<double>(watched.snapshots) : 0.0;
   if (o.json) {
     std::cout << j.dump() << "\n";
   } else {

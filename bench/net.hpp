@@ -15,6 +15,7 @@ struct NetBenchOptions {
   double seconds = 60.0;    ///< per phase (no viewers, then viewers)
   double tick_hz = 60.0;
   int threads = 0;          ///< simulation threads
+  bool body_tables = true;  ///< viewers ask for body tables (as carom-view does)
   bool json = false;
 };
 

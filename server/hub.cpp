@@ -1,6 +1,6 @@
-// Hub: mutex-protected registry and queue. The simulation thread holds a
-// lock only to copy a list of sessions or to swap the queue out, never while
-// encoding or stepping.
+// Hub: mutex-protected registry and queue. The simulation and snapshot
+// threads hold a lock only to copy a list of sessions or to swap the queue
+// out, never while encoding or stepping.
 
 #include "hub.hpp"
 
@@ -45,6 +45,13 @@ unsigned Hub::needed_variants() const {
   return mask;
 }
 
+std::size_t Hub::subscribers() const {
+  std::lock_guard lock(sessions_mutex_);
+  std::size_t n = 0;
+  for (const auto& [id, e] : sessions_) n += e.variant >= 0 ? 1 : 0;
+  return n;
+}
+
 void Hub::broadcast(const SnapshotFrames& frames) {
   std::vector<std::pair<std::shared_ptr<Session>, int>> targets;
   {
@@ -57,7 +64,7 @@ void Hub::broadcast(const SnapshotFrames& frames) {
   }
   for (auto& [session, variant] : targets) {
     const auto& frame = frames.frames[static_cast<std::size_t>(variant)];
-    if (frame) session->deliver_stream(frame, true);
+    if (frame) session->deliver_stream(frame, true, (variant & 8) != 0 ? frames.table : nullptr);
   }
 }
 

@@ -49,7 +49,10 @@ class Hub {
   std::size_t clients() const;
   /// Bit mask of the snapshot variants some session wants.
   unsigned needed_variants() const;
-  /// Hands a tick's frames to every subscribed session (latest wins there).
+  /// Sessions that want snapshots.
+  std::size_t subscribers() const;
+  /// Hands a tick's frames (and the body table, to the sessions that use
+  /// tables) to every subscribed session (latest wins there). Snapshot thread.
   void broadcast(const SnapshotFrames& frames);
   /// Hands one frame to every session's stream slot (heartbeats).
   void broadcast_stream(const std::shared_ptr<const std::string>& frame);

@@ -1,7 +1,8 @@
-// Server: wires the listener, the sessions, the network threads and the one
-// simulation thread together. The simulation thread owns the SimState; it
-// applies queued commands at tick boundaries in arrival order, steps, encodes
-// each snapshot variant once and hands the bytes to the hub.
+// Server: wires the listener, the sessions, the network threads, the one
+// simulation thread and the snapshot thread together. The simulation thread
+// owns the SimState; it applies queued commands at tick boundaries in arrival
+// order, steps, and copies what the snapshots need into a capture that the
+// snapshot thread (publisher.cpp) hashes, encodes and hands to the sessions.
 
 #include "server.hpp"
 
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <spdlog/spdlog.h>
 #include <thread>
 #include <vector>
@@ -23,9 +25,11 @@
 #include "carom/proto/framing.hpp"
 #include "carom/proto/text.hpp"
 #include "hub.hpp"
+#include "publisher.hpp"
 #include "session.hpp"
 #include "sim_state.hpp"
 #include "snapshot.hpp"
+#include "tick_times.hpp"
 
 namespace carom::server {
 
@@ -33,58 +37,12 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-// Tick times of the current measurement window (the last 2^16 ticks at
-// most): the whole tick's work (commands, step, snapshot encoding and
-// hand-off) and the simulation step alone.
-struct TickTimes {
-  static constexpr std::size_t kWindow = std::size_t{1} << 16;
-  std::vector<double> tick, step;
-  std::size_t next = 0;
-  std::uint64_t late = 0;
-  void reset() {
-    tick.clear();
-    step.clear();
-    next = 0;
-    late = 0;
-  }
-  void add(double tick_s, double step_s) {
-    if (tick.size() < kWindow) {
-      tick.push_back(tick_s);
-      step.push_back(step_s);
-    } else {
-      tick[next] = tick_s;
-      step[next] = step_s;
-      next = (next + 1) % kWindow;
-    }
-  }
-  static double at(std::vector<double>& sorted, double q) {
-    return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * static_cast<double>(sorted.size())))];
-  }
-  void fill(v1::Stats* out) const {
-    out->set_ticks_measured(tick.size());
-    out->set_late_ticks(late);
-    if (tick.empty()) return;
-    std::vector<double> sorted = tick;
-    std::sort(sorted.begin(), sorted.end());
-    out->set_tick_p50_seconds(at(sorted, 0.5));
-    out->set_tick_p99_seconds(at(sorted, 0.99));
-    out->set_tick_max_seconds(sorted.back());
-    sorted = step;
-    std::sort(sorted.begin(), sorted.end());
-    out->set_step_p50_seconds(at(sorted, 0.5));
-    out->set_step_p99_seconds(at(sorted, 0.99));
-  }
-};
-
-}  // namespace
-
 struct Server::Impl {
-  explicit Impl(ServerOptions o) : options(std::move(o)), hub(options) {}
+  explicit Impl(ServerOptions o) : options(std::move(o)), hub(options), publisher(hub) {}
 
   ServerOptions options;
   Hub hub;
+  SnapshotPublisher publisher;
   asio::io_context io{std::max(1, options.io_threads)};
   tcp::acceptor acceptor{asio::make_strand(io)};
   asio::steady_timer accept_backoff{acceptor.get_executor()};
@@ -100,7 +58,7 @@ struct Server::Impl {
 
   // Simulation-thread state.
   TickTimes tick_times;
-  std::vector<v1::CollisionEvent> events;
+  std::vector<TickEvent> events;  // since the last snapshot
   std::uint64_t events_dropped = 0;
   std::uint64_t snapshot_every = 1;
   std::weak_ptr<Session> step_waiter;  // who sent the Step in progress
@@ -110,13 +68,10 @@ struct Server::Impl {
   void run_sim();
   void apply_commands(std::vector<PendingCommand>& commands);
   void answer(const std::weak_ptr<Session>& to, v1::CommandResult result);
-  void publish_snapshot();
+  void publish_snapshot(std::optional<v1::CommandResult> after = std::nullopt);
   void publish_public();
   void fill_stats(v1::Stats* out);
-  void fill_snapshot_stats(v1::Stats* out);
   void update_rate();
-  v1::Stats timing_cache;
-  Clock::time_point timing_cached_at{};
   Status save_state(const std::string& path);
 };
 
@@ -169,30 +124,12 @@ void Server::Impl::accept() {
 }
 
 void Server::Impl::answer(const std::weak_ptr<Session>& to, v1::CommandResult result) {
-  auto session = to.lock();
-  if (!session) return;
-  session->in_flight.fetch_sub(1);
-  v1::ServerMessage m;
-  *m.mutable_result() = std::move(result);
-  session->deliver(std::make_shared<const std::string>(proto::encode_frame(m)));
+  send_result(to, std::move(result));
 }
 
 void Server::Impl::fill_stats(v1::Stats* out) {
   sim->fill_stats(out);
   tick_times.fill(out);
-  out->set_clients(static_cast<std::uint32_t>(hub.clients()));
-  out->set_snapshots_skipped(hub.snapshots_skipped.load());
-}
-
-void Server::Impl::fill_snapshot_stats(v1::Stats* out) {
-  // Sorting the timing window costs; snapshots carry figures at most a second old.
-  if (Clock::now() - timing_cached_at >= std::chrono::seconds(1)) {
-    timing_cache.Clear();
-    tick_times.fill(&timing_cache);
-    timing_cached_at = Clock::now();
-  }
-  *out = timing_cache;
-  sim->fill_stats(out);
   out->set_clients(static_cast<std::uint32_t>(hub.clients()));
   out->set_snapshots_skipped(hub.snapshots_skipped.load());
 }
@@ -219,25 +156,29 @@ void Server::Impl::apply_commands(std::vector<PendingCommand>& commands) {
   }
 }
 
-void Server::Impl::publish_snapshot() {
+void Server::Impl::publish_snapshot(std::optional<v1::CommandResult> after) {
   const unsigned needed = hub.needed_variants();
   if (needed == 0) {
     events.clear();
     events_dropped = 0;
+    if (after) answer(step_waiter, std::move(*after));
     return;
   }
-  v1::Stats stats;
-  fill_snapshot_stats(&stats);
-  SnapshotExtras extras;
-  extras.events = &events;
-  extras.events_dropped = events_dropped;
-  extras.stats = &stats;
-  extras.server_time_ns = monotonic_ns();
-  SnapshotFrames frames;
-  encode_snapshots(*sim, extras, needed, &frames);
-  hub.broadcast(frames);
+  // Only copies here: the hash, the encoding and the hand-off to the sessions
+  // are the snapshot thread's.
+  std::unique_ptr<SnapshotCapture> c = publisher.buffer();
+  capture_snapshot(*sim, needed, c.get());
+  c->server_time_ns = monotonic_ns();
+  sim->fill_stats(&c->stats);
+  c->stats.set_clients(static_cast<std::uint32_t>(hub.clients()));
+  c->stats.set_snapshots_skipped(hub.snapshots_skipped.load());
+  c->events.swap(events);
   events.clear();
+  c->events_dropped = events_dropped;
   events_dropped = 0;
+  tick_times.take_fresh(&c->timing);
+  if (after) c->after.emplace_back(step_waiter, std::move(*after));
+  publisher.publish(std::move(c));
 }
 
 void Server::Impl::publish_public() {
@@ -250,7 +191,7 @@ void Server::Impl::publish_public() {
 }
 
 void Server::Impl::run_sim() {
-  constexpr std::size_t kMaxEventsKept = 1u << 16;
+  constexpr std::size_t kMaxEventsKept = SnapshotPublisher::kMaxEvents;
   std::vector<PendingCommand> commands;
   double tick_hz = sim->tick_hz();
   update_rate();
@@ -291,31 +232,27 @@ void Server::Impl::run_sim() {
       sim->step();
       const double step_s = std::chrono::duration<double>(Clock::now() - t_step).count();
       const World& world = sim->world();
-      if (hub.needed_variants() & 0xccu) {  // variants 2, 3, 6, 7: those with events (bit 1 of the index)
+      if (hub.needed_variants() & kEventVariants) {
         for (const CollisionEvent& e : world.events()) {
           if (events.size() >= kMaxEventsKept) {
             ++events_dropped;
             continue;
           }
-          v1::CollisionEvent& out = events.emplace_back();
-          out.set_a(e.a);
-          out.set_b(e.b);
-          out.mutable_point()->set_x(e.point.x);
-          out.mutable_point()->set_y(e.point.y);
-          out.mutable_impulse()->set_x(e.impulse.x);
-          out.mutable_impulse()->set_y(e.impulse.y);
-          out.set_tick(sim->tick());
+          events.push_back(TickEvent{e, sim->tick()});
         }
         events_dropped += world.stats().events_dropped;
       }
       sim->take_edited();
       hub.take_resend();
-      // 3. Snapshot, encoded once per wanted variant.
+      // 3. Snapshot: captured here, encoded and sent by the snapshot thread.
+      // A finished Step's result follows its snapshot.
+      std::optional<v1::CommandResult> finished = sim->take_finished_step();
       if (sim->tick() % snapshot_every == 0 || !running) {
-        publish_snapshot();
+        publish_snapshot(std::move(finished));
         last_stream = Clock::now();
+      } else if (finished) {
+        answer(step_waiter, std::move(*finished));
       }
-      if (auto finished = sim->take_finished_step()) answer(step_waiter, std::move(*finished));
       publish_public();
       const auto end = Clock::now();
       if (running) {
@@ -383,6 +320,7 @@ Status Server::start() {
   s.port = s.acceptor.local_endpoint().port();
   s.accept();
   for (int i = 0; i < std::max(1, s.options.io_threads); ++i) s.io_threads.emplace_back([&s] { s.io.run(); });
+  s.publisher.start();
   s.sim_thread = std::thread([&s] { s.run_sim(); });
   {
     std::lock_guard lock(s.done_mutex);
@@ -405,6 +343,7 @@ void Server::stop(const std::string& reason) {
   }
   s.hub.wake();
   if (s.sim_thread.joinable()) s.sim_thread.join();
+  s.publisher.stop();  // the last snapshot and results go out before the Goodbyes
   asio::post(s.acceptor.get_executor(), [&s] {
     boost::system::error_code ignored;
     s.acceptor.close(ignored);

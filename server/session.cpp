@@ -266,8 +266,19 @@ void Session::deliver(std::shared_ptr<const std::string> frame) {
   });
 }
 
-void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame), snapshot]() mutable {
+void send_result(const std::weak_ptr<Session>& to, v1::CommandResult result) {
+  auto session = to.lock();
+  if (!session) return;
+  session->in_flight.fetch_sub(1);
+  v1::ServerMessage m;
+  *m.mutable_result() = std::move(result);
+  session->deliver(frame_of(m));
+}
+
+void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
+                             std::shared_ptr<const BodyTableFrame> table) {
+  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame), snapshot,
+                                      table = std::move(table)]() mutable {
     if (self->phase_ != Phase::kActive) return;
     if (snapshot && self->max_rate_hz_ > 0) {
       const auto now = std::chrono::steady_clock::now();
@@ -279,6 +290,7 @@ void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snap
     if (!snapshot && self->stream_) return;
     if (self->stream_ && self->stream_is_snapshot_) self->hub_.snapshots_skipped.fetch_add(1);
     self->stream_ = std::move(frame);
+    self->stream_table_ = std::move(table);
     self->stream_is_snapshot_ = snapshot;
     self->write_next();
   });
@@ -290,6 +302,7 @@ void Session::goodbye(const std::string& reason) {
     v1::ServerMessage m;
     m.mutable_goodbye()->set_reason(reason);
     self->stream_.reset();
+    self->stream_table_.reset();
     self->queue(frame_of(m));
     self->phase_ = Phase::kClosing;
     self->timer_.expires_after(std::chrono::seconds(1));
@@ -303,6 +316,7 @@ void Session::fail(v1::ErrorCode code, const std::string& message) {
   if (phase_ == Phase::kClosed || phase_ == Phase::kClosing) return;
   spdlog::warn("session {} ({}): {}: {}", id_, peer_, v1::ErrorCode_Name(code), message);
   stream_.reset();
+  stream_table_.reset();
   queue(error_frame(code, message));
   phase_ = Phase::kClosing;
   // The peer may not read: close after a grace period whatever happens.
@@ -335,13 +349,23 @@ void Session::write_next() {
   } else if (stream_) {
     writing_ = std::move(stream_);
     stream_.reset();
+    // A snapshot that refers to a table this peer has not had goes right
+    // after the table, in one write.
+    if (stream_table_ && stream_table_->epoch != table_sent_) {
+      writing_table_ = std::move(stream_table_);
+      table_sent_ = writing_table_->epoch;
+    }
+    stream_table_.reset();
   } else {
     if (phase_ == Phase::kClosing) linger();
     return;
   }
-  asio::async_write(socket_, asio::buffer(*writing_),
+  std::array<asio::const_buffer, 2> buffers{asio::buffer(*writing_), asio::const_buffer()};
+  if (writing_table_) buffers = {asio::buffer(*writing_table_->frame), asio::buffer(*writing_)};
+  asio::async_write(socket_, buffers,
                     [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                       self->writing_.reset();
+                      self->writing_table_.reset();
                       if (ec) {
                         self->close();
                         return;
@@ -383,6 +407,7 @@ void Session::close() {
   socket_.close(ec);
   queue_.clear();
   stream_.reset();
+  stream_table_.reset();
   if (registered) {
     hub_.remove(id_);
     spdlog::info("session {} ({}) disconnected", id_, peer_);

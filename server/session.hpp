@@ -6,7 +6,8 @@
 /// Outgoing messages: a queue for Welcome, CommandResult, Error and Goodbye
 /// (never dropped, bounded in bytes), and one stream slot for snapshots and
 /// heartbeats where the latest wins, so a slow viewer skips frames and its
-/// memory stays bounded.
+/// memory stays bounded. A snapshot that refers to a body table the peer has
+/// not had is written right after that table.
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -19,6 +20,7 @@
 
 #include "carom/proto/framing.hpp"
 #include "carom/v1/protocol.pb.h"
+#include "snapshot.hpp"
 
 namespace carom::server {
 
@@ -36,8 +38,11 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Queues a message that must arrive (results, errors). Any thread.
   void deliver(std::shared_ptr<const std::string> frame);
   /// Puts a snapshot or heartbeat in the stream slot; an unsent one is
-  /// replaced. Any thread.
-  void deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot);
+  /// replaced. A snapshot that refers to a body table comes with it: the
+  /// table is written first unless this session already sent that epoch.
+  /// Any thread.
+  void deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
+                      std::shared_ptr<const BodyTableFrame> table = nullptr);
   /// Sends Goodbye, then closes. Any thread.
   void goodbye(const std::string& reason);
 
@@ -77,8 +82,15 @@ class Session : public std::enable_shared_from_this<Session> {
   std::deque<std::shared_ptr<const std::string>> queue_;
   std::size_t queued_bytes_ = 0;
   std::shared_ptr<const std::string> stream_;
+  std::shared_ptr<const BodyTableFrame> stream_table_;  // the table stream_ refers to, if any
   bool stream_is_snapshot_ = false;
+  std::uint64_t table_sent_ = 0;  // epoch of the last body table written
   std::shared_ptr<const std::string> writing_;  // the frame being written (kept alive)
+  std::shared_ptr<const BodyTableFrame> writing_table_;
 };
+
+/// Sends a command's result to a session that may have gone, and counts it
+/// as no longer in flight. Any thread.
+void send_result(const std::weak_ptr<Session>& to, v1::CommandResult result);
 
 }  // namespace carom::server

@@ -1,71 +1,247 @@
-// Snapshot encoding. Reads the World's SoA view (sorted by id) on the
-// simulation thread; writes one ServerMessage frame per wanted variant. Packed
-// repeated fields are filled through their raw arrays, so a 100k-body
-// snapshot is a few linear passes.
+// Snapshot encoding. capture_snapshot reads the World's SoA view (sorted by
+// id) on the simulation thread and copies it, full precision, into reused
+// buffers: a few memcpys. Everything else happens on the snapshot thread:
+// the state hash over the copy, the body table, and one ServerMessage frame
+// per wanted variant. The small fields go through protobuf; the packed body
+// arrays (most of the bytes) are written straight into the frame in
+// protobuf's wire format, which any protobuf parser reads back as the same
+// message (a field may come in any order).
 
 #include "snapshot.hpp"
 
-#include <time.h>
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cstring>
+#include <span>
 
 #include "carom/proto/framing.hpp"
 
 namespace carom::server {
 
+static_assert(std::endian::native == std::endian::little,
+              "packed floats are copied as host bytes: protobuf's wire format is little-endian");
+
 int snapshot_variant(const v1::SnapshotWishes& wishes) {
-  return (wishes.velocities() ? 1 : 0) | (wishes.events() ? 2 : 0) | (wishes.omit_bodies() ? 4 : 0);
+  const bool omit = wishes.omit_bodies();
+  return (wishes.velocities() ? 1 : 0) | (wishes.events() ? 2 : 0) | (omit ? 4 : 0) |
+         (wishes.body_tables() && !omit ? 8 : 0);
+}
+
+void SnapshotCapture::absorb(SnapshotCapture& older, std::size_t max_events) {
+  if (!older.events.empty()) {
+    older.events.insert(older.events.end(), events.begin(), events.end());
+    events.swap(older.events);
+    older.events.clear();
+    if (events.size() > max_events) {
+      events_dropped += events.size() - max_events;
+      events.resize(max_events);
+    }
+  }
+  events_dropped += older.events_dropped;
+  if (!older.after.empty()) {
+    older.after.insert(older.after.end(), std::make_move_iterator(after.begin()), std::make_move_iterator(after.end()));
+    after.swap(older.after);
+    older.after.clear();
+  }
+  older.timing.append(timing);
+  std::swap(timing, older.timing);
+}
+
+void capture_snapshot(const SimState& sim, unsigned needed, SnapshotCapture* out) {
+  const World& world = sim.world();
+  const BodiesView b = world.bodies();
+  out->needed = needed;
+  out->tick = sim.tick();
+  out->time = world.stats().time;
+  out->paused = sim.paused();
+  out->bounds = world.params().bounds;
+  out->id.assign(b.id.begin(), b.id.end());
+  out->x.assign(b.x.begin(), b.x.end());
+  out->y.assign(b.y.begin(), b.y.end());
+  out->vx.assign(b.vx.begin(), b.vx.end());
+  out->vy.assign(b.vy.begin(), b.vy.end());
+  out->radius.assign(b.radius.begin(), b.radius.end());
+  out->mass.assign(b.mass.begin(), b.mass.end());
 }
 
 namespace {
 
-template <typename T, typename U>
-void fill(google::protobuf::RepeatedField<T>* field, std::span<const U> values) {
-  field->Resize(static_cast<int>(values.size()), T{});
-  T* out = field->mutable_data();
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = static_cast<T>(values[i]);
+// World::state_hash's mixing step (common/src/measure.cpp, hash_state).
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h *= 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
 }
 
 }  // namespace
 
-void encode_snapshots(const SimState& sim, const SnapshotExtras& extras, unsigned needed, SnapshotFrames* out) {
-  out->tick = sim.tick();
+std::uint64_t hash_bodies(const SnapshotCapture& b) {
+  const std::size_t n = b.id.size();
+  std::uint64_t h = 0xC0FFEE0123456789ull ^ n;
+  for (std::size_t i = 0; i < n; ++i) {
+    h = mix(h, b.id[i]);
+    for (double v : {b.x[i], b.y[i], b.vx[i], b.vy[i], b.radius[i], b.mass[i]}) h = mix(h, std::bit_cast<std::uint64_t>(v));
+  }
+  return h;
+}
+
+namespace {
+
+// Protobuf wire format, just what the packed arrays need.
+constexpr std::uint32_t kWireLengthDelimited = 2;
+
+std::size_t varint_size(std::uint64_t v) {
+  std::size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+char* put_varint(char* p, std::uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+std::uint32_t tag(int field) { return static_cast<std::uint32_t>(field) << 3 | kWireLengthDelimited; }
+
+// A packed field of `payload` bytes (nothing at all when empty, as protobuf does).
+std::size_t packed_size(int field, std::size_t payload) {
+  return payload == 0 ? 0 : varint_size(tag(field)) + varint_size(payload) + payload;
+}
+
+std::size_t ids_payload(std::span<const std::uint32_t> ids) {
+  std::size_t n = 0;
+  for (std::uint32_t id : ids) n += varint_size(id);
+  return n;
+}
+
+char* put_ids(char* p, int field, std::span<const std::uint32_t> ids, std::size_t payload) {
+  if (payload == 0) return p;
+  p = put_varint(p, tag(field));
+  p = put_varint(p, payload);
+  for (std::uint32_t id : ids) p = put_varint(p, id);
+  return p;
+}
+
+// Doubles sent as floats: packed fixed32, little-endian.
+char* put_floats(char* p, int field, std::span<const double> values) {
+  if (values.empty()) return p;
+  p = put_varint(p, tag(field));
+  p = put_varint(p, 4 * values.size());
+  for (double v : values) {
+    const float f = static_cast<float>(v);
+    std::memcpy(p, &f, sizeof f);
+    p += sizeof f;
+  }
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<const BodyTableFrame> SnapshotEncoder::table_for(const SnapshotCapture& c) {
+  radius_scratch_.resize(c.radius.size());
+  std::transform(c.radius.begin(), c.radius.end(), radius_scratch_.begin(),
+                 [](double r) { return static_cast<float>(r); });
+  // Compared as sent (float radii): a change below float precision would not
+  // show, so it needs no new table.
+  if (table_ && c.id == table_id_ && radius_scratch_ == table_radius_) return table_;
+  table_id_ = c.id;
+  table_radius_.swap(radius_scratch_);
+  v1::ServerMessage m;
+  v1::BodyTable& t = *m.mutable_body_table();
+  auto table = std::make_shared<BodyTableFrame>();
+  table->epoch = next_epoch_++;
+  t.set_epoch(table->epoch);
+  t.mutable_id()->Add(table_id_.begin(), table_id_.end());
+  t.mutable_radius()->Add(table_radius_.begin(), table_radius_.end());
+  table->frame = std::make_shared<const std::string>(proto::encode_frame(m));
+  table_ = std::move(table);
+  return table_;
+}
+
+void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, SnapshotFrames* out) {
+  out->tick = c.tick;
   out->frames.fill(nullptr);
-  if (needed == 0) return;
-  const World& world = sim.world();
-  const BodiesView bodies = world.bodies();
-  const Params& params = world.params();
+  out->table = nullptr;
+  if (c.needed == 0) return;
+  const std::uint64_t state_hash = hash_bodies(c);
+  bool tables = false;
   for (int variant = 0; variant < kSnapshotVariants; ++variant) {
-    if ((needed & (1u << variant)) == 0) continue;
-    const bool velocities = (variant & 1) != 0, events = (variant & 2) != 0, omit = (variant & 4) != 0;
-    v1::ServerMessage message;
-    v1::Snapshot& s = *message.mutable_snapshot();
-    s.set_tick(sim.tick());
-    s.set_time(world.stats().time);
-    s.set_server_time_ns(extras.server_time_ns);
-    s.set_state_hash(world.state_hash());
-    s.set_paused(sim.paused());
+    tables = tables || ((c.needed & (1u << variant)) != 0 && (variant & 8) != 0);
+  }
+  if (tables) out->table = table_for(c);
+  const std::size_t id_payload = ids_payload(c.id);
+  for (int variant = 0; variant < kSnapshotVariants; ++variant) {
+    if ((c.needed & (1u << variant)) == 0) continue;
+    const bool velocities = (variant & 1) != 0, events = (variant & 2) != 0, omit = (variant & 4) != 0,
+               in_table = (variant & 8) != 0;
+    v1::Snapshot s;
+    s.set_tick(c.tick);
+    s.set_time(c.time);
+    s.set_server_time_ns(c.server_time_ns);
+    s.set_state_hash(state_hash);
+    s.set_paused(c.paused);
     v1::Bounds& b = *s.mutable_bounds();
-    b.set_walled(params.bounds.walled);
-    b.mutable_min()->set_x(params.bounds.min.x);
-    b.mutable_min()->set_y(params.bounds.min.y);
-    b.mutable_max()->set_x(params.bounds.max.x);
-    b.mutable_max()->set_y(params.bounds.max.y);
-    if (extras.stats != nullptr) *s.mutable_stats() = *extras.stats;
+    b.set_walled(c.bounds.walled);
+    b.mutable_min()->set_x(c.bounds.min.x);
+    b.mutable_min()->set_y(c.bounds.min.y);
+    b.mutable_max()->set_x(c.bounds.max.x);
+    b.mutable_max()->set_y(c.bounds.max.y);
+    *s.mutable_stats() = timing;
+    s.mutable_stats()->MergeFrom(c.stats);
+    if (in_table) s.set_body_table(out->table->epoch);
+    if (events) {
+      s.mutable_events()->Reserve(static_cast<int>(c.events.size()));
+      for (const TickEvent& te : c.events) {
+        v1::CollisionEvent& e = *s.add_events();
+        e.set_a(te.event.a);
+        e.set_b(te.event.b);
+        e.mutable_point()->set_x(te.event.point.x);
+        e.mutable_point()->set_y(te.event.point.y);
+        e.mutable_impulse()->set_x(te.event.impulse.x);
+        e.mutable_impulse()->set_y(te.event.impulse.y);
+        e.set_tick(te.tick);
+      }
+      s.set_events_dropped(c.events_dropped);
+    }
+    s.SerializeToString(&header_);
+    // The body arrays, fields 4..9 of Snapshot.
+    const std::size_t floats = omit ? 0 : 4 * c.x.size();
+    std::size_t size = header_.size();
     if (!omit) {
-      fill(s.mutable_id(), bodies.id);
-      fill(s.mutable_x(), bodies.x);
-      fill(s.mutable_y(), bodies.y);
-      fill(s.mutable_radius(), bodies.radius);
+      if (!in_table) size += packed_size(4, id_payload) + packed_size(7, floats);
+      size += packed_size(5, floats) + packed_size(6, floats);
+      if (velocities) size += packed_size(8, floats) + packed_size(9, floats);
+    }
+    // ServerMessage{snapshot = 2}, delimited.
+    const std::size_t message = varint_size(tag(2)) + varint_size(size) + size;
+    auto frame = std::make_shared<std::string>();
+    frame->resize(varint_size(message) + message);
+    char* p = frame->data();
+    p = put_varint(p, message);
+    p = put_varint(p, tag(2));
+    p = put_varint(p, size);
+    std::memcpy(p, header_.data(), header_.size());
+    p += header_.size();
+    if (!omit) {
+      if (!in_table) p = put_ids(p, 4, c.id, id_payload);
+      p = put_floats(p, 5, c.x);
+      p = put_floats(p, 6, c.y);
+      if (!in_table) p = put_floats(p, 7, c.radius);
       if (velocities) {
-        fill(s.mutable_vx(), bodies.vx);
-        fill(s.mutable_vy(), bodies.vy);
+        p = put_floats(p, 8, c.vx);
+        p = put_floats(p, 9, c.vy);
       }
     }
-    if (events && extras.events != nullptr) {
-      s.mutable_events()->Reserve(static_cast<int>(extras.events->size()));
-      for (const auto& e : *extras.events) *s.add_events() = e;
-      s.set_events_dropped(extras.events_dropped);
-    }
-    out->frames[static_cast<std::size_t>(variant)] = std::make_shared<const std::string>(proto::encode_frame(message));
+    assert(p == frame->data() + frame->size());
+    out->frames[static_cast<std::size_t>(variant)] = std::move(frame);
   }
 }
 

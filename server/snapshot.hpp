@@ -1,8 +1,10 @@
 #pragma once
 /// \file Snapshot encoding: the one place that turns World state into
-/// Snapshot bytes. Each variant a viewer can ask for (velocities, events,
-/// bodies or not) is encoded at most once per tick and shared by every
-/// session that wants it.
+/// Snapshot bytes, in two halves. capture_snapshot (simulation thread) copies
+/// what a snapshot needs out of the World; encode_snapshots (the snapshot
+/// thread, see publisher.hpp) hashes the copy and encodes each variant a
+/// viewer can ask for (velocities, events, bodies or not, body tables or not)
+/// at most once per tick, shared by every session that wants it.
 
 #include <array>
 #include <cstdint>
@@ -11,32 +13,99 @@
 #include <vector>
 
 #include "carom/proto/framing.hpp"
+#include "carom/stats.hpp"
 #include "carom/v1/protocol.pb.h"
 #include "sim_state.hpp"
+#include "tick_times.hpp"
 
 namespace carom::server {
 
-/// Variant index of a set of wishes: velocities | events << 1 | omit_bodies << 2.
-inline constexpr int kSnapshotVariants = 8;
+class Session;
+
+/// Variant index of a set of wishes:
+/// velocities | events << 1 | omit_bodies << 2 | body_tables << 3
+/// (body_tables is dropped when omit_bodies is set: there is nothing to index).
+inline constexpr int kSnapshotVariants = 16;
 int snapshot_variant(const v1::SnapshotWishes& wishes);
+/// Bit mask (over variant indices) of the variants that carry events.
+inline constexpr unsigned kEventVariants = 0xccccu;
+
+/// A collision event and the tick it happened in (events accumulate between
+/// snapshots when --snapshot-hz is below the tick rate).
+struct TickEvent {
+  CollisionEvent event;
+  std::uint64_t tick = 0;
+};
+
+/// Everything a tick's snapshots are made of, copied out of the World on the
+/// simulation thread so that hashing and encoding can run elsewhere. Buffers
+/// are reused from tick to tick (see SnapshotPublisher).
+struct SnapshotCapture {
+  unsigned needed = 0;  ///< bit mask of the variants to encode
+  std::uint64_t tick = 0;
+  double time = 0.0;
+  std::int64_t server_time_ns = 0;  ///< CLOCK_MONOTONIC at the end of the tick
+  bool paused = false;
+  Bounds bounds;
+  v1::Stats stats;  ///< all but the timing window figures (see `timing`)
+  /// The bodies in id order, full precision: the state hash is taken over
+  /// exactly these bits, the snapshot sends them as floats.
+  std::vector<std::uint32_t> id;
+  std::vector<double> x, y, vx, vy, radius, mass;
+  std::vector<TickEvent> events;  ///< since the last snapshot
+  std::uint64_t events_dropped = 0;
+  /// Tick-time samples taken since the previous capture, for the snapshot
+  /// thread's mirror of the window (the figures in Stats come from it).
+  TickSamples timing;
+  /// Results to send once this snapshot is on its way (a finished Step: its
+  /// result names this tick, so the snapshot goes first, as it always did).
+  std::vector<std::pair<std::weak_ptr<Session>, v1::CommandResult>> after;
+
+  /// Folds an older, never encoded capture into this newer one: its events
+  /// and results go first. Returns how many events were dropped for the cap.
+  void absorb(SnapshotCapture& older, std::size_t max_events);
+};
+
+/// Fills *out (needed, tick, time, bodies, bounds, paused) from the world.
+/// Simulation thread. The caller sets stats, events, timing and after.
+void capture_snapshot(const SimState& sim, unsigned needed, SnapshotCapture* out);
+
+/// World::state_hash over captured bodies (the same bits in the same order
+/// give the same value; tests pin the two together).
+std::uint64_t hash_bodies(const SnapshotCapture& bodies);
+
+/// A BodyTable frame and its epoch.
+struct BodyTableFrame {
+  std::uint64_t epoch = 0;
+  std::shared_ptr<const std::string> frame;  ///< delimited ServerMessage{body_table}
+};
 
 /// One tick's snapshot frames (delimited ServerMessage bytes), by variant;
-/// null where nobody asked for that variant.
+/// null where nobody asked for that variant. Variants with body_tables refer
+/// to `table`, which a session sends first unless it already has.
 struct SnapshotFrames {
   std::uint64_t tick = 0;
   std::array<std::shared_ptr<const std::string>, kSnapshotVariants> frames;
+  std::shared_ptr<const BodyTableFrame> table;
 };
 
-/// What goes into a snapshot besides the world.
-struct SnapshotExtras {
-  const std::vector<v1::CollisionEvent>* events = nullptr;  ///< since the last snapshot
-  std::uint64_t events_dropped = 0;
-  const v1::Stats* stats = nullptr;
-  std::int64_t server_time_ns = 0;
-};
+/// The snapshot thread's encoder: keeps the current body table (a new epoch
+/// whenever the ids or the radii, as sent, change) between ticks.
+class SnapshotEncoder {
+ public:
+  /// Encodes the variants in capture.needed. `timing` holds the window
+  /// figures to put in each snapshot's Stats. One thread at a time.
+  void encode(const SnapshotCapture& capture, const v1::Stats& timing, SnapshotFrames* out);
 
-/// Encodes the variants whose bit is set in `needed`. Simulation thread.
-void encode_snapshots(const SimState& sim, const SnapshotExtras& extras, unsigned needed, SnapshotFrames* out);
+ private:
+  std::shared_ptr<const BodyTableFrame> table_for(const SnapshotCapture& capture);
+
+  std::uint64_t next_epoch_ = 1;
+  std::vector<std::uint32_t> table_id_;
+  std::vector<float> table_radius_, radius_scratch_;
+  std::shared_ptr<const BodyTableFrame> table_;
+  std::string header_;
+};
 
 /// CLOCK_MONOTONIC in nanoseconds (the clock of server_time_ns).
 using proto::monotonic_ns;

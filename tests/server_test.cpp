@@ -16,6 +16,9 @@
 
 #include "carom/client/connection.hpp"
 #include "server.hpp"
+#include "sim_state.hpp"
+#include "snapshot.hpp"
+#include "tick_times.hpp"
 #include <spdlog/spdlog.h>
 
 namespace carom {
@@ -241,8 +244,8 @@ TEST_F(ServerTest, StoppedViewerDoesNotSlowTheTickOrOtherViewersAndMemoryStaysBo
   std::uint64_t first = 0, last = 0, received = 0;
   double worst_gap = 0;
   auto previous = Clock::now();
+  v1::Snapshot s;
   while (Clock::now() - t_start < std::chrono::seconds(10)) {
-    v1::Snapshot s;
     ASSERT_TRUE(next_snapshot(fast, &s));
     const auto now = Clock::now();
     if (received > 0) worst_gap = std::max(worst_gap, std::chrono::duration<double>(now - previous).count());
@@ -264,6 +267,11 @@ TEST_F(ServerTest, StoppedViewerDoesNotSlowTheTickOrOtherViewersAndMemoryStaysBo
   // ~100 kB would be 60 MB.
   EXPECT_GT(after.snapshots_skipped(), 100u);
   EXPECT_LT(rss_bytes(), rss_before + (16u << 20));
+  // Snapshots carry the window's figures (at most a second old).
+  EXPECT_GT(s.stats().ticks_measured(), 480u);
+  EXPECT_LE(s.stats().ticks_measured(), after.ticks_measured());
+  EXPECT_GT(s.stats().tick_p99_seconds(), 0.0);
+  EXPECT_GE(s.stats().tick_max_seconds(), s.stats().tick_p99_seconds());
 }
 
 TEST_F(ServerTest, BadInputIsRefusedAndNothingElseChanges) {
@@ -454,6 +462,170 @@ TEST_F(ServerTest, EventWishesGetCollisionsAndAViewerJoiningWhilePausedSeesTheWo
   ASSERT_TRUE(next_snapshot(late, &s, 2.0));
   EXPECT_TRUE(s.paused());
   EXPECT_EQ(s.id_size(), 2);
+}
+
+TEST(SnapshotHash, TheSnapshotThreadsHashOfACaptureIsTheWorldsStateHash) {
+  // The snapshot thread hashes a copy of the bodies: it must agree with
+  // World::state_hash bit for bit, for any bodies.
+  server::SimState sim(server::SimOptions{});
+  v1::CommandResult r;
+  v1::Command spawn = spawn_grid(30, 20, 1.7, 1.1);
+  v1::RandomBoxGenerator& g = *spawn.mutable_spawn()->add_generators()->mutable_random_box();
+  g.mutable_min()->set_x(50);
+  g.mutable_min()->set_y(50);
+  g.mutable_max()->set_x(95);
+  g.mutable_max()->set_y(95);
+  g.set_count(300);
+  g.mutable_radius()->set_min(0.1);
+  g.mutable_radius()->set_max(0.4);
+  g.mutable_speed()->set_max(5.0);
+  g.set_seed(7);
+  ASSERT_TRUE(sim.apply(spawn, &r));
+  ASSERT_EQ(r.code(), v1::OK) << r.message();
+  server::SnapshotCapture capture;
+  for (int tick = 0; tick < 5; ++tick) {
+    capture_snapshot(sim, 1, &capture);
+    ASSERT_EQ(capture.id.size(), 900u);
+    EXPECT_EQ(server::hash_bodies(capture), sim.world().state_hash()) << "tick " << tick;
+    sim.step();
+  }
+  server::SnapshotCapture empty;
+  server::SimState none(server::SimOptions{});
+  capture_snapshot(none, 1, &empty);
+  EXPECT_EQ(server::hash_bodies(empty), none.world().state_hash());
+}
+
+TEST(TickTimes, TheSnapshotThreadsMirrorOfTheWindowGivesTheSameFigures) {
+  // Samples travel to the mirror in batches of any size, two batches may be
+  // folded into one (a skipped capture), the window may be reset, and long
+  // gaps (no viewers) overflow it: the figures must stay those of the window.
+  server::TickTimes sim;
+  server::TickWindow mirror;
+  std::uint64_t generation = 0;
+  std::uint64_t seed = 12345;
+  const auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(seed >> 11) * 0x1.0p-53;
+  };
+  const auto figures = [](const v1::Stats& s) {
+    return std::vector<double>{static_cast<double>(s.ticks_measured()), static_cast<double>(s.late_ticks()),
+                               s.tick_p50_seconds(), s.tick_p99_seconds(), s.tick_max_seconds(),
+                               s.step_p50_seconds(), s.step_p99_seconds()};
+  };
+  int checks = 0;
+  for (const std::size_t batch : {1ul, 7ul, 1000ul, 70000ul, 140000ul, 3ul, 20000ul}) {
+    for (int round = 0; round < 3; ++round) {
+      server::TickSamples first, second;
+      for (std::size_t i = 0; i < batch; ++i) sim.add(next(), next());
+      sim.late += 1;
+      sim.take_fresh(&first);
+      if (round == 1) {  // a skipped capture: its samples go with the next one
+        for (std::size_t i = 0; i < batch / 2 + 1; ++i) sim.add(next(), next());
+        sim.take_fresh(&second);
+        first.append(second);
+      }
+      first.apply_to(&mirror, &generation);
+      v1::Stats expected, got;
+      sim.fill(&expected);
+      mirror.fill(first.late, &got);
+      EXPECT_EQ(figures(got), figures(expected)) << "batch " << batch << " round " << round;
+      ++checks;
+      if (round == 2) sim.reset();
+    }
+  }
+  EXPECT_EQ(checks, 21);
+}
+
+TEST_F(ServerTest, BodyTablesGiveTheSameSnapshotsInFewerBytesAndFollowSpawnsAndRemovals) {
+  start();
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(40, 25)).code(), v1::OK);  // 1000 bodies
+  Connection tables, full;  // the same viewer, with and without body tables
+  full.set_body_tables(false);
+  ASSERT_TRUE(connect(tables, v1::ROLE_VIEWER));
+  ASSERT_TRUE(connect(full, v1::ROLE_VIEWER));
+  std::map<std::uint64_t, v1::Snapshot> seen;  // tick -> the full viewer's snapshot
+  for (int i = 0; i < 20; ++i) {
+    v1::Snapshot s;
+    ASSERT_TRUE(next_snapshot(full, &s));
+    EXPECT_EQ(s.body_table(), 0u);
+    seen.emplace(s.tick(), std::move(s));
+  }
+  int compared = 0;
+  for (int i = 0; i < 20; ++i) {
+    v1::Snapshot s;
+    ASSERT_TRUE(next_snapshot(tables, &s));
+    EXPECT_NE(s.body_table(), 0u);
+    ASSERT_EQ(s.id_size(), 1000);
+    ASSERT_EQ(s.radius_size(), 1000);
+    const auto it = seen.find(s.tick());
+    if (it == seen.end()) continue;
+    const v1::Snapshot& f = it->second;
+    ++compared;
+    EXPECT_EQ(s.state_hash(), f.state_hash());
+    EXPECT_TRUE(std::equal(s.id().begin(), s.id().end(), f.id().begin(), f.id().end()));
+    EXPECT_TRUE(std::equal(s.x().begin(), s.x().end(), f.x().begin(), f.x().end()));
+    EXPECT_TRUE(std::equal(s.y().begin(), s.y().end(), f.y().begin(), f.y().end()));
+    EXPECT_TRUE(std::equal(s.radius().begin(), s.radius().end(), f.radius().begin(), f.radius().end()));
+  }
+  EXPECT_GT(compared, 0) << "the two viewers saw no tick in common";
+  // One table while nothing was added, removed or resized.
+  EXPECT_EQ(tables.body_tables_received(), 1u);
+  EXPECT_LT(static_cast<double>(tables.bytes_received()), 0.8 * static_cast<double>(full.bytes_received()));
+
+  // A spawn: a new table, from the snapshot of the reported tick on.
+  v1::Command spawn;
+  v1::Body& b = *spawn.mutable_spawn()->add_bodies();
+  b.mutable_position()->set_x(80);
+  b.mutable_position()->set_y(80);
+  b.set_radius(1.5);
+  const v1::CommandResult spawned = call(ctl, spawn);
+  ASSERT_EQ(spawned.code(), v1::OK) << spawned.message();
+  const std::uint32_t id = spawned.spawned().ids(0);
+  for (;;) {
+    v1::Snapshot s;
+    ASSERT_TRUE(next_snapshot(tables, &s));
+    if (s.tick() < spawned.tick()) continue;
+    ASSERT_EQ(s.id_size(), 1001);
+    ASSERT_EQ(s.id(1000), id);
+    EXPECT_FLOAT_EQ(s.radius(1000), 1.5f);
+    EXPECT_NEAR(s.x(1000), 80.0, 0.5);
+    break;
+  }
+  EXPECT_EQ(tables.body_tables_received(), 2u);
+  // A removal: another table.
+  v1::Command remove;
+  remove.mutable_remove()->add_ids(1);
+  const v1::CommandResult removed = call(ctl, remove);
+  ASSERT_EQ(removed.code(), v1::OK) << removed.message();
+  for (;;) {
+    v1::Snapshot s;
+    ASSERT_TRUE(next_snapshot(tables, &s));
+    if (s.tick() < removed.tick()) continue;
+    ASSERT_EQ(s.id_size(), 1000);
+    EXPECT_EQ(s.id(0), 2u);
+    break;
+  }
+  EXPECT_EQ(tables.body_tables_received(), 3u);
+}
+
+TEST_F(ServerTest, SnapshotHashOfAPausedTickIsTheSavedWorldsHash) {
+  start();
+  Connection ctl, viewer;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(10, 10, 3.0)).code(), v1::OK);
+  v1::Command pause;
+  pause.mutable_pause();
+  const v1::CommandResult paused = call(ctl, pause);
+  ASSERT_EQ(paused.code(), v1::OK);
+  ASSERT_TRUE(connect(viewer, v1::ROLE_VIEWER));
+  v1::Snapshot s;
+  do {
+    ASSERT_TRUE(next_snapshot(viewer, &s));
+  } while (s.tick() < paused.tick());
+  EXPECT_EQ(s.tick(), paused.tick());
+  EXPECT_EQ(s.state_hash(), world_hash_and_size().first);
 }
 
 TEST_F(ServerTest, ManyConnectCyclesLeakNoDescriptor) {

@@ -20,9 +20,14 @@ As a module:
 The generated modules are also reachable as carom_client.pb (protocol_pb2)
 and carom_client.world (world_pb2).
 
+Snapshots with bodies are asked for with body tables (wishes.body_tables):
+the ids and radii travel in a BodyTable message only when they change, and
+receive() fills them back into each snapshot, so every snapshot has id, x, y
+and radius alike. Pass body_tables=False to get them in every snapshot.
+
 As a program (the demo):
 
-    python3 carom_client.py --server HOST:PORT [--token T] [--snapshots N] [--spawn K]
+    python3 carom_client.py --server HOST:PORT [--token T] [--snapshots N] [--spawn K] [--no-body-tables]
 
 connects as a viewer and prints N snapshots (tick, bodies, state hash), then
 connects as a controller, spawns K bodies with a random-box generator,
@@ -160,22 +165,24 @@ def parse_address(text):
 class Connection:
     """A blocking connection to carom-server. One thread at a time."""
 
-    def __init__(self, sock):
+    def __init__(self, sock, body_tables=True):
         self._sock = sock
         self._reader = FrameReader()
         self._next_request = 1
+        self._body_tables = body_tables
+        self._table = None  # the latest BodyTable
         self.welcome = None
         self.bytes_received = 0
 
     @classmethod
-    def open(cls, host, port, timeout=5.0):
+    def open(cls, host, port, timeout=5.0, body_tables=True):
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as error:
             raise CaromError("cannot connect to %s:%d: %s" % (host, port, error)) from error
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
-        return cls(sock)
+        return cls(sock, body_tables=body_tables)
 
     def __enter__(self):
         return self
@@ -200,7 +207,8 @@ class Connection:
 
     def receive(self, timeout=5.0):
         """The next ServerMessage; raises CaromError on timeout or a closed
-        connection."""
+        connection. BodyTable messages are kept, not returned: a snapshot
+        that refers to one comes back with its id and radius filled in."""
         deadline = time.monotonic() + timeout
         while True:
             frame = self._reader.next_frame()
@@ -211,6 +219,19 @@ class Connection:
                 except Exception as error:  # DecodeError; the stream is unusable after it
                     self.close()
                     raise CaromError("unreadable message from the server") from error
+                kind = message.WhichOneof("kind")
+                if kind == "body_table":
+                    self._table = message.body_table
+                    continue
+                if kind == "snapshot" and message.snapshot.body_table != 0:
+                    snapshot = message.snapshot
+                    table = self._table
+                    if table is None or table.epoch != snapshot.body_table or len(table.id) != len(snapshot.x):
+                        self.close()
+                        raise CaromError("snapshot of tick %d refers to body table %d, which this connection "
+                                         "does not have" % (snapshot.tick, snapshot.body_table))
+                    snapshot.id.extend(table.id)
+                    snapshot.radius.extend(table.radius)
                 return message
             if self._sock is None:
                 raise CaromError("not connected")
@@ -241,6 +262,9 @@ class Connection:
         message.hello.client_name = client_name
         if wishes is not None:
             message.hello.wishes.CopyFrom(wishes)
+        snapshots = role == pb.ROLE_VIEWER or wishes is not None
+        if self._body_tables and snapshots and not message.hello.wishes.omit_bodies:
+            message.hello.wishes.body_tables = True
         self.send(message)
         reply = self.receive(timeout)
         kind = reply.WhichOneof("kind")
@@ -299,11 +323,11 @@ class Connection:
                     raise ServerRefused(message.error.code, message.error.message)
 
 
-def connect(address, role, token="", client_name="carom_client.py", wishes=None, timeout=5.0):
+def connect(address, role, token="", client_name="carom_client.py", wishes=None, timeout=5.0, body_tables=True):
     """Opens a connection to "host:port" and says Hello; the Welcome is in
     .welcome."""
     host, port = parse_address(address)
-    connection = Connection.open(host, port, timeout)
+    connection = Connection.open(host, port, timeout, body_tables=body_tables)
     try:
         connection.hello(role, token=token, client_name=client_name, wishes=wishes, timeout=timeout)
     except Exception:
@@ -329,7 +353,8 @@ def spawn_box(params):
 
 def run_demo(args):
     # 1. A viewer: print N snapshots.
-    with connect(args.server, pb.ROLE_VIEWER, client_name="carom_client.py viewer", timeout=args.timeout) as viewer:
+    with connect(args.server, pb.ROLE_VIEWER, client_name="carom_client.py viewer", timeout=args.timeout,
+                 body_tables=args.body_tables) as viewer:
         welcome = viewer.welcome
         print("viewer: connected to %s (server %s, protocol %d, session %d, tick %d%s)"
               % (args.server, welcome.server_version, welcome.protocol_version, welcome.session_id,
@@ -348,7 +373,7 @@ def run_demo(args):
     # 2. A controller that also asks for snapshots (with bodies), to see its spawn.
     wishes = pb.SnapshotWishes()
     with connect(args.server, pb.ROLE_CONTROLLER, token=args.token, client_name="carom_client.py controller",
-                 wishes=wishes, timeout=args.timeout) as controller:
+                 wishes=wishes, timeout=args.timeout, body_tables=args.body_tables) as controller:
         if not controller.welcome.control:
             raise CaromError("the server did not grant control (token?)")
         x0, y0, x1, y1 = spawn_box(controller.welcome.params)
@@ -391,6 +416,8 @@ def main(argv=None):
     parser.add_argument("--radius", type=float, default=0.25, help="radius of the spawned bodies, m")
     parser.add_argument("--seed", type=int, default=None, help="generator seed (default: random)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each step")
+    parser.add_argument("--no-body-tables", dest="body_tables", action="store_false",
+                        help="ids and radii in every snapshot instead of in body tables")
     args = parser.parse_args(argv)
     try:
         return run_demo(args)

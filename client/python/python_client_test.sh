@@ -58,12 +58,17 @@ if [ ! -s "$work/port" ]; then
 fi
 port=$(tr -d '[:space:]' <"$work/port")
 
-PYTHONPATH="$proto_py_dir${PYTHONPATH:+:$PYTHONPATH}" \
-  "$python" "$client" --server "127.0.0.1:$port" --snapshots 5 --spawn 50 --seed 12345
-rc=$?
-if [ "$rc" -ne 0 ]; then
-  echo "FAIL: carom_client.py exited with $rc; server log:" >&2
-  cat "$work/server.log" >&2
-  exit 1
-fi
+# Both snapshot forms: body tables (the default) and ids and radii in every snapshot.
+seed=12345
+for tables in "" --no-body-tables; do
+  PYTHONPATH="$proto_py_dir${PYTHONPATH:+:$PYTHONPATH}" \
+    "$python" "$client" --server "127.0.0.1:$port" --snapshots 5 --spawn 50 --seed $seed $tables
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "FAIL: carom_client.py ${tables:-(body tables)} exited with $rc; server log:" >&2
+    cat "$work/server.log" >&2
+    exit 1
+  fi
+  seed=$((seed + 1))
+done
 echo "PASS"

@@ -63,6 +63,7 @@ struct Connection::Impl {
   tcp::socket socket{io};
   proto::FrameDecoder decoder{proto::kDefaultMaxServerFrame};
   std::array<char, 1 << 16> buffer{};
+  v1::BodyTable table;  // the latest body table (epoch 0: none yet)
 };
 
 Connection::Connection() : impl_(std::make_unique<Impl>()) {}
@@ -88,6 +89,7 @@ int Connection::native_handle() { return connected() ? impl_->socket.native_hand
 bool Connection::open(const Address& address) {
   close();
   impl_->decoder = proto::FrameDecoder(proto::kDefaultMaxServerFrame);
+  impl_->table.Clear();
   boost::system::error_code ec;
   tcp::resolver resolver(impl_->io);
   const auto endpoints = resolver.resolve(address.host, std::to_string(address.port), ec);
@@ -101,6 +103,8 @@ bool Connection::open(const Address& address) {
 bool Connection::connect(const Address& address, v1::Hello hello, double timeout_s) {
   if (!open(address)) return false;
   if (hello.protocol_version() == 0) hello.set_protocol_version(proto::kProtocolVersion);
+  const bool snapshots = hello.role() == v1::ROLE_VIEWER || hello.has_wishes();
+  if (body_tables_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_body_tables(true);
   v1::ClientMessage message;
   *message.mutable_hello() = std::move(hello);
   if (!send(message)) return false;
@@ -145,6 +149,28 @@ bool Connection::receive(v1::ServerMessage* out, double timeout_s) {
         if (!out->ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
           close();
           return fail("unreadable message from the server");
+        }
+        if (out->has_body_table()) {
+          impl_->table.Swap(out->mutable_body_table());
+          ++body_tables_received_;
+          if (impl_->table.id_size() != impl_->table.radius_size()) {
+            close();
+            return fail("body table " + std::to_string(impl_->table.epoch()) + " has " +
+                        std::to_string(impl_->table.id_size()) + " ids but " +
+                        std::to_string(impl_->table.radius_size()) + " radii");
+          }
+          continue;  // kept, not returned: the next frame is its snapshot
+        }
+        if (out->has_snapshot() && out->snapshot().body_table() != 0) {
+          v1::Snapshot& s = *out->mutable_snapshot();
+          if (s.body_table() != impl_->table.epoch() || s.x_size() != impl_->table.id_size()) {
+            close();
+            return fail("snapshot of tick " + std::to_string(s.tick()) + " refers to body table " +
+                        std::to_string(s.body_table()) + " (" + std::to_string(s.x_size()) +
+                        " bodies), which this connection does not have");
+          }
+          *s.mutable_id() = impl_->table.id();
+          *s.mutable_radius() = impl_->table.radius();
         }
         return true;
       case proto::FrameDecoder::Result::kTooLarge:

@@ -35,8 +35,14 @@ class Connection {
 
   /// Connects, sends `hello` (protocol_version filled in when 0) and waits
   /// for the Welcome. False on any failure, with the reason in error()
-  /// (including the server's own Error message).
+  /// (including the server's own Error message). When the Hello asks for
+  /// snapshots with bodies, it also asks for body tables (unless
+  /// set_body_tables(false)): see receive().
   bool connect(const Address& address, v1::Hello hello, double timeout_s = 5.0);
+  /// Whether connect() asks for body tables (default true): ids and radii
+  /// travel only when they change, so snapshots are about half the bytes.
+  /// receive() hides the difference either way.
+  void set_body_tables(bool on) { body_tables_ = on; }
   const v1::Welcome& welcome() const { return welcome_; }
   /// Opens the TCP connection only, without a Hello (raw protocol use, tests).
   bool open(const Address& address);
@@ -50,6 +56,9 @@ class Connection {
   bool send_raw(std::string_view bytes);
   /// Next server message, waiting at most timeout_s. False on timeout
   /// (error() says "timed out"), closed connection or unreadable frame.
+  /// BodyTable messages are kept, not returned: a snapshot that refers to one
+  /// comes back with its id and radius filled in from it (body_table still
+  /// names the epoch), so every snapshot has id, x, y and radius alike.
   bool receive(v1::ServerMessage* out, double timeout_s);
   /// Sends a command with a fresh request id (unless one is set) and waits
   /// for its CommandResult, skipping snapshots. Returns true when a result
@@ -62,6 +71,8 @@ class Connection {
   const std::string& error() const { return error_; }
   /// Bytes received so far (frames and prefixes).
   std::uint64_t bytes_received() const { return bytes_received_; }
+  /// BodyTable messages received so far.
+  std::uint64_t body_tables_received() const { return body_tables_received_; }
 
  private:
   bool fail(std::string why);
@@ -71,6 +82,8 @@ class Connection {
   std::string error_;
   std::uint64_t next_request_ = 1;
   std::uint64_t bytes_received_ = 0;
+  bool body_tables_ = true;
+  std::uint64_t body_tables_received_ = 0;
 };
 
 /// Human-readable name of an error code ("INVALID_ARGUMENT").
