@@ -13,7 +13,7 @@
 namespace carom::detail {
 namespace {
 
-constexpr std::size_t kBlock = 8192;
+constexpr std::size_t kBlock = 2048;
 
 template <class Fn>
 double max_over_blocks(std::size_t n, Fn&& per_block) {
