@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <span>
 
 #include "parallel.hpp"
 #include "stages.hpp"
@@ -171,44 +172,156 @@ std::uint64_t for_rounds(const ContactSchedule& s, Fn&& fn) {
   return total.load();
 }
 
+// Islands below this many contacts in all, each below kMaxIsland, run as
+// islands; else by rounds (the same rule, so the same bits either way: the
+// choice is speed only). Islands need one parallel loop per stage where rounds
+// need one per round and pass; a pile's single huge island needs rounds.
+constexpr std::size_t kIslandsBelow = 1 << 16;
+constexpr std::size_t kMaxIsland = 2048;
+constexpr std::size_t kIslandChunk = 64;  // contacts per parallel task, roughly
+
+// Runs fn(contacts of island, walls of island) for every island, islands in
+// parallel. Returns the sum of fn's results.
+template <class Fn>
+std::uint64_t for_islands(const ContactIslands& is, Fn&& fn) {
+  const std::size_t n = is.size();
+  if (n == 0) return 0;
+  const std::size_t per_task = std::max<std::size_t>(1, n * kIslandChunk / std::max<std::size_t>(is.order.size(), 1));
+  std::atomic<std::uint64_t> total{0};
+  for_blocks(n, per_task, [&](std::size_t k0, std::size_t k1, std::size_t) {
+    std::uint64_t count = 0;
+    for (std::size_t k = k0; k < k1; ++k) {
+      count += fn(std::span<const std::uint32_t>(is.order.data() + is.begin[k], is.begin[k + 1] - is.begin[k]),
+                  std::span<const std::uint32_t>(is.walls.data() + is.walls_begin[k],
+                                                 is.walls_begin[k + 1] - is.walls_begin[k]));
+    }
+    if (count) total.fetch_add(count, std::memory_order_relaxed);
+  });
+  return total.load();
+}
+
+// The discrete velocity passes of one island (or, by rounds, of all
+// contacts): what resolve_contacts documents, per island.
+template <class Contacts_, class Walls_>
+std::uint64_t solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo,
+                           const std::vector<double>& warm, bool warmed, const Params& p, double resting,
+                           const Contacts_& cs, const Walls_& ws) {
+  const double e = p.restitution;
+  for (const std::uint32_t c : cs) classify(b, pairs[c], geo[c], e, resting);
+  if (warmed)
+    for (const std::uint32_t c : cs) warm_start(b, pairs[c], geo[c], warm);
+  for (int it = 0; it < p.iterations; ++it) {
+    bool changed = false;
+    for (const std::uint32_t entry : ws) changed |= apply_walls(b, entry);
+    for (const std::uint32_t c : cs) changed |= solve_velocity(b, pairs[c], geo[c], 0.0);
+    if (!changed) break;
+  }
+  for (const std::uint32_t c : cs)
+    if (geo[c].state == kCollided) solve_velocity(b, pairs[c], geo[c], geo[c].bounce);
+  return 0;
+}
+
+// Verlet: the position passes of one island.
+template <class Contacts_>
+std::uint64_t push_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo, const Params& p,
+                          double inv_h, const Contacts_& cs) {
+  for (int it = 0; it < p.iterations; ++it) {
+    bool moved = false;
+    for (const std::uint32_t c : cs) {
+      Contact& ct = geo[c];
+      const Pair pr = pairs[c];
+      const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
+      const double corr = apply_position(b, pr, ct);
+      if (corr == 0.0) continue;
+      ct.impulse += b.m[pr.b] * fa * corr * inv_h;
+      ct.state = kCollided;
+      moved = true;
+    }
+    if (!moved) break;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
                                double resting, double h, std::size_t candidates) {
   ContactSchedule& s = contacts.schedule;
-  order_contacts(b.id, contacts.pairs, s);
   const double e = p.restitution;
   auto& geo = contacts.geometry;
   const auto& pairs = contacts.pairs;
-  if (p.solver == Solver::kDiscrete) {
-    for_blocks(geo.size(), kBlock, [&](std::size_t c0, std::size_t c1, std::size_t) {
-      for (std::size_t c = c0; c < c1; ++c) classify(b, pairs[c], geo[c], e, resting);
-    });
-    if (!contacts.warm_used.empty()) {
+  const bool discrete = p.solver == Solver::kDiscrete;
+  const double inv_h = 1.0 / h;
+  const bool warmed = !contacts.warm_used.empty();
+  // Islands or rounds: the same rule, so the same bits (the choice is speed).
+  contacts.by_islands = pairs.size() < kIslandsBelow &&
+                        build_islands(b.id, pairs, walls.blocks, kMaxIsland, s.reserved, contacts.islands);
+  if (contacts.by_islands) {
+    const ContactIslands& is = contacts.islands;
+    contacts.rounds = is.depth;
+    if (discrete) {
+      // Bodies against a wall and in no contact: one pass does all there is.
+      if (p.iterations > 0)
+        for_blocks(is.lone_walls.size(), kBlock, [&](std::size_t w0, std::size_t w1, std::size_t) {
+          for (std::size_t w = w0; w < w1; ++w) apply_walls(b, is.lone_walls[w]);
+        });
+      for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t> ws) {
+        return solve_island(b, pairs, geo, contacts.warm, warmed, p, resting, cs, ws);
+      });
+    } else {
+      for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t>) {
+        return push_island(b, pairs, geo, p, inv_h, cs);
+      });
+    }
+  } else {
+    order_contacts(b.id, contacts.pairs, s);
+    contacts.rounds = static_cast<std::uint32_t>(s.rounds());
+    if (discrete) {
+      for_blocks(geo.size(), kBlock, [&](std::size_t c0, std::size_t c1, std::size_t) {
+        for (std::size_t c = c0; c < c1; ++c) classify(b, pairs[c], geo[c], e, resting);
+      });
+      if (warmed) {
+        for_rounds(s, [&](std::uint32_t c) {
+          warm_start(b, pairs[c], geo[c], contacts.warm);
+          return 0u;
+        });
+      }
+      for (int it = 0; it < p.iterations; ++it) {
+        // Walls first: they touch one body each (parallel), and a wall must
+        // take its share before the contacts above it look at their velocity,
+        // or a warm-started contact would see separation and let go.
+        std::atomic<std::uint64_t> wall_hits{0};
+        for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
+          std::uint64_t count = 0;
+          for (std::uint32_t entry : walls.blocks[blk]) count += apply_walls(b, entry);
+          if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
+        });
+        const std::uint64_t changed = wall_hits.load() + for_rounds(s, [&](std::uint32_t c) {
+                                        return solve_velocity(b, pairs[c], geo[c], 0.0) ? 1u : 0u;
+                                      });
+        if (changed == 0) break;
+      }
+      // Restitution, once, for the impacts.
       for_rounds(s, [&](std::uint32_t c) {
-        warm_start(b, pairs[c], geo[c], contacts.warm);
-        return 0u;
+        return geo[c].state == kCollided && solve_velocity(b, pairs[c], geo[c], geo[c].bounce) ? 1u : 0u;
       });
+    } else {
+      for (int it = 0; it < p.iterations; ++it) {
+        const std::uint64_t moved = for_rounds(s, [&](std::uint32_t c) {
+          Contact& ct = geo[c];
+          const Pair pr = pairs[c];
+          const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
+          const double corr = apply_position(b, pr, ct);
+          if (corr == 0.0) return 0u;
+          ct.impulse += b.m[pr.b] * fa * corr * inv_h;
+          ct.state = kCollided;
+          return 1u;
+        });
+        if (moved == 0) break;
+      }
     }
-    for (int it = 0; it < p.iterations; ++it) {
-      // Walls first: they touch one body each (parallel), and a wall must
-      // take its share before the contacts above it look at their velocity,
-      // or a warm-started contact would see separation and let go.
-      std::atomic<std::uint64_t> wall_hits{0};
-      for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
-        std::uint64_t count = 0;
-        for (std::uint32_t entry : walls.blocks[blk]) count += apply_walls(b, entry);
-        if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
-      });
-      const std::uint64_t changed = wall_hits.load() + for_rounds(s, [&](std::uint32_t c) {
-                                      return solve_velocity(b, pairs[c], geo[c], 0.0) ? 1u : 0u;
-                                    });
-      if (changed == 0) break;
-    }
-    // Restitution, once, for the impacts.
-    for_rounds(s, [&](std::uint32_t c) {
-      return geo[c].state == kCollided && solve_velocity(b, pairs[c], geo[c], geo[c].bounce) ? 1u : 0u;
-    });
+  }
+  if (discrete) {
     // Keep what resting contacts carried, for the next substep; impacts
     // separate and start afresh.
     for (std::uint32_t cand : contacts.warm_used) contacts.warm[cand] = 0.0;
@@ -222,21 +335,6 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
         contacts.warm[ct.candidate] = ct.accum;
         contacts.warm_used.push_back(ct.candidate);
       }
-    }
-  } else {
-    const double inv_h = 1.0 / h;
-    for (int it = 0; it < p.iterations; ++it) {
-      const std::uint64_t moved = for_rounds(s, [&](std::uint32_t c) {
-        Contact& ct = geo[c];
-        const Pair pr = pairs[c];
-        const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
-        const double corr = apply_position(b, pr, ct);
-        if (corr == 0.0) return 0u;
-        ct.impulse += b.m[pr.b] * fa * corr * inv_h;
-        ct.state = kCollided;
-        return 1u;
-      });
-      if (moved == 0) break;
     }
   }
   std::uint64_t collisions = 0;
@@ -282,6 +380,17 @@ void correct_positions(BodyStore& b, Contacts& contacts, const Params& p) {
   const auto& pairs = contacts.pairs;
   auto& geo = contacts.geometry;
   const Bounds* box = p.bounds.walled ? &p.bounds : nullptr;
+  if (contacts.by_islands) {
+    for_islands(contacts.islands, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t>) {
+      for (int it = 0; it < kPositionPasses; ++it) {
+        bool moved = false;
+        for (const std::uint32_t c : cs) moved |= apply_position(b, pairs[c], geo[c], kPositionCorrection, box) > 0.0;
+        if (!moved) break;
+      }
+      return 0u;
+    });
+    return;
+  }
   for (int it = 0; it < kPositionPasses; ++it) {
     const std::uint64_t moved = for_rounds(contacts.schedule, [&](std::uint32_t c) {
       return apply_position(b, pairs[c], geo[c], kPositionCorrection, box) > 0.0;

@@ -34,6 +34,9 @@ struct Contacts {
   std::vector<Pair> pairs;
   std::vector<Contact> geometry;
   ContactSchedule schedule;
+  ContactIslands islands;
+  bool by_islands = false;   // this substep's contacts run by islands, else by the schedule's rounds
+  std::uint32_t rounds = 0;  // rounds the minimum-ordering rule takes this substep
   std::vector<std::vector<Pair>> block_pairs;
   std::vector<std::vector<Contact>> block_geometry;
   // Warm starting: the accumulated velocity change of each resting contact
@@ -57,7 +60,7 @@ struct WallContacts {
   std::vector<std::vector<std::uint32_t>> blocks;
 };
 /// Bodies per block of WallContacts (block k lists storage indices [k b, (k+1) b)).
-inline constexpr std::size_t kWallBlock = 8192;
+inline constexpr std::size_t kWallBlock = 2048;
 inline constexpr std::uint32_t kWallMinX = 1, kWallMaxX = 2, kWallMinY = 4, kWallMaxY = 8;
 
 /// Restitution applies to approach speeds above this; slower contacts are

@@ -378,7 +378,7 @@ void WorldState::step_substeps(StepStats& st) {
     // 4. Resolve: the minimum-ordering rule, rounds of disjoint contacts.
     t = Clock::now();
     st.collisions += resolve_contacts(bodies, contacts, walls, p, resting, h, pairs.count);
-    st.rounds = std::max<std::uint32_t>(st.rounds, static_cast<std::uint32_t>(contacts.schedule.rounds()));
+    st.rounds = std::max(st.rounds, contacts.rounds);
     st.seconds.resolve_contacts += seconds_since(t);
 
     // 5. Integrate positions and walls (Verlet: walls and derived velocities).
