@@ -120,7 +120,13 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   bp.sorted.resize(n);
   bp.sx.resize(n);
   bp.sy.resize(n);
-  bp.se.resize(n);
+  // Equal extents (equal radii, as in a gas) need no per-body copy.
+  const bool uniform = emin == emax;
+  if (uniform) {
+    bp.se = {};
+  } else {
+    bp.se.resize(n);
+  }
   bp.slevel.resize(n);
 
   // 1. Bucket of every body and the bucket histogram.
@@ -186,7 +192,7 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
         const double e = extent_of(i);
         bp.sx[p] = x[i];
         bp.sy[p] = y[i];
-        bp.se[p] = e;
+        if (!uniform) bp.se[p] = e;
         bp.slevel[p] = static_cast<std::uint8_t>(level_of(e, g));
       }
     }
@@ -201,12 +207,21 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   const double* sx = bp.sx.data();
   const double* sy = bp.sy.data();
   const double* se = bp.se.data();
+  auto extent_at = [&](std::uint32_t p) { return uniform ? emin : se[p]; };
   const std::uint8_t* slevel = bp.slevel.data();
   const std::uint32_t* sorted = bp.sorted.data();
   const std::uint32_t* bucket_end = bp.bucket_end.data();
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];
+    // Room for a quarter more than last time, allocated once: growing by
+    // doubling would hold up to twice the list (and both copies while it
+    // moves) at the moment memory peaks.
+    const std::size_t expected = local.size() + local.size() / 4 + 16;
     local.clear();
+    if (local.capacity() < expected) {
+      local = {};
+      local.reserve(expected);
+    }
     constexpr std::uint32_t kBuffer = 512;
     Pair buffer[kBuffer];
     std::uint32_t buffered = 0;
@@ -223,12 +238,12 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
     // bucket runs of one body never overlap (W >= 8), so nothing is met twice.
     auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) {
       if (q >= end) return;
-      const double px = sx[p], py = sy[p], pe = se[p];
+      const double px = sx[p], py = sy[p], pe = extent_at(p);
       const std::uint32_t i = sorted[p];
       if (end - q > kBuffer - buffered) flush();
       if (end - q > kBuffer) {  // a crowded run: the plain loop
         for (; q < end; ++q) {
-          if (slevel[q] == level && extents_overlap(px, py, pe, sx[q], sy[q], se[q])) {
+          if (slevel[q] == level && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
             const std::uint32_t j = sorted[q];
             local.push_back(Pair{std::min(i, j), std::max(i, j)});
           }
@@ -236,7 +251,7 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
         return;
       }
       for (; q < end; ++q) {
-        if ((one_level || slevel[q] == level) && extents_overlap(px, py, pe, sx[q], sy[q], se[q])) {
+        if ((one_level || slevel[q] == level) && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
           const std::uint32_t j = sorted[q];
           buffer[buffered++] = Pair{std::min(i, j), std::max(i, j)};
         }

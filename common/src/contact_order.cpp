@@ -75,15 +75,16 @@ void finish_sequential(std::span<const BodyId> ids, std::span<const Pair> pairs,
   rest.clear();
 }
 
-constexpr std::uint64_t kIsland = 1ull << 63;  // a root's slot, once numbered: kIsland | island
+constexpr std::uint32_t kIsland = 1u << 31;  // a root's slot, once numbered: kIsland | island (ids < 2^28)
+constexpr std::uint32_t kNone = ~0u;
 
 // Union-find root of body i. A slot holds its parent, itself at a root, or
 // kIsland | island number at a root once islands are numbered. Compresses the path.
-std::uint64_t find_root(std::vector<std::uint64_t>& parent, std::uint64_t i) {
-  std::uint64_t r = i;
+std::uint32_t find_root(std::vector<std::uint32_t>& parent, std::uint32_t i) {
+  std::uint32_t r = i;
   while (!(parent[r] & kIsland) && parent[r] != r) r = parent[r];
   while (i != r) {
-    const std::uint64_t next = parent[i];
+    const std::uint32_t next = parent[i];
     parent[i] = r;
     i = next;
   }
@@ -93,15 +94,15 @@ std::uint64_t find_root(std::vector<std::uint64_t>& parent, std::uint64_t i) {
 }  // namespace
 
 bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
-                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island,
-                   std::vector<std::uint64_t>& parent, ContactIslands& out) {
+                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island, ContactIslands& out) {
   const std::size_t c = pairs.size();
-  if (parent.size() < ids.size()) parent.resize(ids.size(), kFree);
+  std::vector<std::uint32_t>& parent = out.parent;
+  if (parent.size() < ids.size()) parent.resize(ids.size(), kNone);
   // 1. Union by smaller root (sequential: the sets are what they are anyway).
   for (const Pair p : pairs) {
-    if (parent[p.a] == kFree) parent[p.a] = p.a;
-    if (parent[p.b] == kFree) parent[p.b] = p.b;
-    const std::uint64_t ra = find_root(parent, p.a), rb = find_root(parent, p.b);
+    if (parent[p.a] == kNone) parent[p.a] = p.a;
+    if (parent[p.b] == kNone) parent[p.b] = p.b;
+    const std::uint32_t ra = find_root(parent, p.a), rb = find_root(parent, p.b);
     if (ra < rb) parent[rb] = ra;
     if (rb < ra) parent[ra] = rb;
   }
@@ -109,9 +110,9 @@ bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
   out.island_of.resize(c);
   std::uint32_t islands = 0;
   for (std::size_t k = 0; k < c; ++k) {
-    const std::uint64_t r = find_root(parent, pairs[k].a);
+    const std::uint32_t r = find_root(parent, pairs[k].a);
     if (!(parent[r] & kIsland)) parent[r] = kIsland | islands++;
-    out.island_of[k] = static_cast<std::uint32_t>(parent[r] & ~kIsland);
+    out.island_of[k] = parent[r] & ~kIsland;
   }
   // 3. The walls of island bodies, by island; the rest are lone.
   out.wall_island.clear();
@@ -119,14 +120,14 @@ bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
   for (const auto& block : walls) {
     for (const std::uint32_t entry : block) {
       const std::uint32_t i = entry >> 4;
-      if (parent[i] == kFree) {
+      if (parent[i] == kNone) {
         out.lone_walls.push_back(entry);
       } else {
-        out.wall_island.emplace_back(static_cast<std::uint32_t>(parent[find_root(parent, i)] & ~kIsland), entry);
+        out.wall_island.emplace_back(parent[find_root(parent, i)] & ~kIsland, entry);
       }
     }
   }
-  for (const Pair p : pairs) parent[p.a] = parent[p.b] = kFree;
+  for (const Pair p : pairs) parent[p.a] = parent[p.b] = kNone;
   // 4. Counting sorts by island (stable), then each island in key order.
   out.begin.assign(islands + 1, 0);
   for (const std::uint32_t isl : out.island_of) ++out.begin[isl + 1];
@@ -157,12 +158,12 @@ bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
   out.depth = 0;
   for (const std::uint32_t k : out.order) {
     const Pair p = pairs[k];
-    const std::uint64_t la = parent[p.a] == kFree ? 0 : parent[p.a];
-    const std::uint64_t lb = parent[p.b] == kFree ? 0 : parent[p.b];
+    const std::uint32_t la = parent[p.a] == kNone ? 0 : parent[p.a];
+    const std::uint32_t lb = parent[p.b] == kNone ? 0 : parent[p.b];
     parent[p.a] = parent[p.b] = std::max(la, lb) + 1;
-    out.depth = std::max<std::uint32_t>(out.depth, static_cast<std::uint32_t>(std::max(la, lb) + 1));
+    out.depth = std::max(out.depth, std::max(la, lb) + 1);
   }
-  for (const Pair p : pairs) parent[p.a] = parent[p.b] = kFree;
+  for (const Pair p : pairs) parent[p.a] = parent[p.b] = kNone;
   return true;
 }
 

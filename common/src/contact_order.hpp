@@ -29,7 +29,7 @@ struct ContactSchedule {
   std::vector<std::uint32_t> order;        // contact indices, round by round
   std::vector<std::uint32_t> round_begin;  // round r is order[round_begin[r] .. round_begin[r+1])
   // scratch, kept between calls so steady-state steps do not allocate
-  std::vector<std::uint64_t> reserved;     // per body; all ~0 between calls
+  std::vector<std::uint64_t> reserved;     // per body, allocated on first use; all ~0 between calls
   std::vector<std::uint32_t> pending, tail_round;
   std::vector<std::vector<std::uint32_t>> ready_blocks, rest_blocks;
 
@@ -49,6 +49,7 @@ struct ContactIslands {
   std::vector<std::uint32_t> lone_walls;   // wall entries of bodies in no contact
   std::uint32_t depth = 0;                 // rounds the rule would take: the deepest island
   // scratch
+  std::vector<std::uint32_t> parent;  // per body: union-find parent; all ~0 between calls
   std::vector<std::uint64_t> key;
   std::vector<std::uint32_t> island_of, cursor;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> wall_island;
@@ -59,10 +60,8 @@ struct ContactIslands {
 /// Builds the islands of `pairs` and sorts the wall entries (`walls`, in
 /// per-block lists) into them. Returns false, leaving `out` unusable, when an
 /// island has more than `max_island` contacts: rounds then parallelise better.
-/// `scratch` is per-body scratch, all ~0 between calls (ContactSchedule::reserved).
 bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
-                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island,
-                   std::vector<std::uint64_t>& scratch, ContactIslands& out);
+                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island, ContactIslands& out);
 
 /// Groups `pairs` (storage indices into `ids`) into rounds: a contact enters a
 /// round when it is the minimum, in key order, among the contacts not yet

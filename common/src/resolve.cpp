@@ -77,8 +77,8 @@ inline void classify(const BodyStore& b, Pair p, Contact& ct, double e, double r
 // Resting contacts start from last substep's accumulated change: what lets
 // a tall pile carry its weight (support would otherwise climb one contact per
 // pass, and the pile would "fall" in place, the position correction hiding it).
-inline void warm_start(BodyStore& b, Pair p, Contact& ct, const std::vector<double>& warm) {
-  const double w = warm[ct.candidate];
+inline void warm_start(BodyStore& b, Pair p, Contact& ct) {
+  const double w = ct.warm;
   if (w > 0.0) {
     push_velocity(b, p, ct, w);
     ct.accum = w;
@@ -204,12 +204,12 @@ std::uint64_t for_islands(const ContactIslands& is, Fn&& fn) {
 // contacts): what resolve_contacts documents, per island.
 template <class Contacts_, class Walls_>
 std::uint64_t solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo,
-                           const std::vector<double>& warm, bool warmed, const Params& p, double resting,
+                           bool warmed, const Params& p, double resting,
                            const Contacts_& cs, const Walls_& ws) {
   const double e = p.restitution;
   for (const std::uint32_t c : cs) classify(b, pairs[c], geo[c], e, resting);
   if (warmed)
-    for (const std::uint32_t c : cs) warm_start(b, pairs[c], geo[c], warm);
+    for (const std::uint32_t c : cs) warm_start(b, pairs[c], geo[c]);
   for (int it = 0; it < p.iterations; ++it) {
     bool changed = false;
     for (const std::uint32_t entry : ws) changed |= apply_walls(b, entry);
@@ -245,17 +245,25 @@ std::uint64_t push_island(BodyStore& b, std::span<const Pair> pairs, std::vector
 }  // namespace
 
 std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
-                               double resting, double h, std::size_t candidates) {
+                               double resting, double h) {
   ContactSchedule& s = contacts.schedule;
   const double e = p.restitution;
   auto& geo = contacts.geometry;
   const auto& pairs = contacts.pairs;
   const bool discrete = p.solver == Solver::kDiscrete;
   const double inv_h = 1.0 / h;
-  const bool warmed = !contacts.warm_used.empty();
+  const bool warmed = !contacts.warm.empty();
+  if (warmed) {
+    // Contacts and warm values are both in candidate order: one merge.
+    std::size_t w = 0;
+    for (Contact& ct : geo) {
+      while (w < contacts.warm.size() && contacts.warm[w].first < ct.candidate) ++w;
+      ct.warm = w < contacts.warm.size() && contacts.warm[w].first == ct.candidate ? contacts.warm[w].second : 0.0;
+    }
+  }
   // Islands or rounds: the same rule, so the same bits (the choice is speed).
   contacts.by_islands = pairs.size() < kIslandsBelow &&
-                        build_islands(b.id, pairs, walls.blocks, kMaxIsland, s.reserved, contacts.islands);
+                        build_islands(b.id, pairs, walls.blocks, kMaxIsland, contacts.islands);
   if (contacts.by_islands) {
     const ContactIslands& is = contacts.islands;
     contacts.rounds = is.depth;
@@ -266,7 +274,7 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
           for (std::size_t w = w0; w < w1; ++w) apply_walls(b, is.lone_walls[w]);
         });
       for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t> ws) {
-        return solve_island(b, pairs, geo, contacts.warm, warmed, p, resting, cs, ws);
+        return solve_island(b, pairs, geo, warmed, p, resting, cs, ws);
       });
     } else {
       for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t>) {
@@ -282,7 +290,7 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
       });
       if (warmed) {
         for_rounds(s, [&](std::uint32_t c) {
-          warm_start(b, pairs[c], geo[c], contacts.warm);
+          warm_start(b, pairs[c], geo[c]);
           return 0u;
         });
       }
@@ -324,16 +332,12 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
   if (discrete) {
     // Keep what resting contacts carried, for the next substep; impacts
     // separate and start afresh.
-    for (std::uint32_t cand : contacts.warm_used) contacts.warm[cand] = 0.0;
-    contacts.warm_used.clear();
+    contacts.warm.clear();
     for (std::size_t c = 0; c < geo.size(); ++c) {
       Contact& ct = geo[c];
       ct.impulse = b.m[pairs[c].b] * (b.m[pairs[c].a] / (b.m[pairs[c].a] + b.m[pairs[c].b])) * ct.accum;
       if (ct.state == kTouching && ct.accum > 0.0) {
-        // Allocated on first use: a gas (no resting contacts) never needs it.
-        if (contacts.warm.size() != candidates) contacts.warm.assign(candidates, 0.0);
-        contacts.warm[ct.candidate] = ct.accum;
-        contacts.warm_used.push_back(ct.candidate);
+        contacts.warm.emplace_back(ct.candidate, ct.accum);
       }
     }
   }
@@ -344,14 +348,14 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
 
 WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts) {
   WarmByIds saved;
-  if (contacts.warm_used.empty()) return saved;
+  if (contacts.warm.empty()) return saved;
   std::vector<std::size_t> first(pairs.blocks.size() + 1, 0);
   for (std::size_t k = 0; k < pairs.blocks.size(); ++k) first[k + 1] = first[k] + pairs.blocks[k].size();
-  saved.reserve(contacts.warm_used.size());
-  for (std::uint32_t cand : contacts.warm_used) {
+  saved.reserve(contacts.warm.size());
+  for (const auto& [cand, value] : contacts.warm) {
     const std::size_t blk = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), cand) - first.begin()) - 1;
     const Pair p = pairs.blocks[blk][cand - first[blk]];
-    saved.emplace_back(std::uint64_t{b.id[p.a]} << 32 | b.id[p.b], contacts.warm[cand]);
+    saved.emplace_back(std::uint64_t{b.id[p.a]} << 32 | b.id[p.b], value);
   }
   std::sort(saved.begin(), saved.end());
   return saved;
@@ -359,17 +363,14 @@ WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts&
 
 void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts) {
   contacts.warm.clear();
-  contacts.warm_used.clear();
   if (saved.empty()) return;
-  contacts.warm.assign(pairs.count, 0.0);
   std::uint32_t cand = 0;
   for (const auto& block : pairs.blocks) {
     for (const Pair p : block) {
       const std::uint64_t key = std::uint64_t{b.id[p.a]} << 32 | b.id[p.b];
       auto it = std::lower_bound(saved.begin(), saved.end(), std::make_pair(key, 0.0));
       if (it != saved.end() && it->first == key) {
-        contacts.warm[cand] = it->second;
-        contacts.warm_used.push_back(cand);
+        contacts.warm.emplace_back(cand, it->second);
       }
       ++cand;
     }
