@@ -213,10 +213,11 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   const std::uint32_t* bucket_end = bp.bucket_end.data();
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];
-    // Room for a quarter more than last time, allocated once: growing by
+    // Room for a little more than last time, allocated once: growing by
     // doubling would hold up to twice the list (and both copies while it
-    // moves) at the moment memory peaks.
-    const std::size_t expected = local.size() + local.size() / 4 + 16;
+    // moves) at the moment memory peaks. The list changes little from one
+    // rebuild to the next; a block that outgrows this doubles as usual.
+    const std::size_t expected = local.size() + local.size() / 32 + 16;
     local.clear();
     if (local.capacity() < expected) {
       local = {};
