@@ -321,6 +321,91 @@ TEST(ContactOrder, ScheduleIsAValidKeyOrderedRoundPartition) {
   }
 }
 
+// Islands: connected components of the contact graph, each in key order, the
+// walls of their bodies with them, and a depth equal to the rounds the
+// schedule takes; checked against a plain graph search.
+TEST(ContactOrder, IslandsAreTheComponentsInKeyOrder) {
+  Rng rng(203);
+  detail::ContactIslands is;  // kept across calls, as the world keeps it
+  for (int trial = 0; trial < 40; ++trial) {
+    const int kind = trial % 4;
+    const auto n = static_cast<std::uint32_t>(rng.log_uniform(2.0, 5000.0));
+    const std::size_t max_pairs = std::min<std::size_t>(std::size_t{n} * (n - 1) / 2, 20000);
+    const auto count = static_cast<std::size_t>(rng.uniform() * static_cast<double>(std::min<std::size_t>(max_pairs, 2 * std::size_t{n})));
+    const PairSet s = random_pairs(rng, n, count, kind);
+    const std::string what = "trial " + std::to_string(trial) + " n " + std::to_string(n);
+    // Walls: a few bodies, in per-block lists as integrate_positions writes them.
+    std::vector<std::vector<std::uint32_t>> walls(2);
+    for (std::uint32_t i = 0; i < n; i += 1 + rng.below(7)) walls[i < n / 2 ? 0 : 1].push_back(i << 4 | 1u);
+
+    // Reference components by breadth-first search.
+    std::vector<std::vector<std::uint32_t>> adj(n);
+    for (const Pair p : s.pairs) {
+      adj[p.a].push_back(p.b);
+      adj[p.b].push_back(p.a);
+    }
+    std::vector<std::int64_t> comp(n, -1);
+    for (std::uint32_t v = 0; v < n; ++v) {
+      if (comp[v] >= 0 || adj[v].empty()) continue;
+      std::vector<std::uint32_t> queue{v};
+      comp[v] = v;
+      for (std::size_t q = 0; q < queue.size(); ++q)
+        for (const std::uint32_t w : adj[queue[q]])
+          if (comp[w] < 0) {
+            comp[w] = v;
+            queue.push_back(w);
+          }
+    }
+
+    ASSERT_TRUE(detail::build_islands(s.ids, s.pairs, walls, s.pairs.size(), is)) << what;
+    EXPECT_TRUE(std::all_of(is.parent.begin(), is.parent.end(), [](std::uint32_t v) { return v == ~0u; }))
+        << what << ": scratch not left clean";
+    ASSERT_EQ(is.order.size(), s.pairs.size()) << what;
+    std::vector<int> seen(s.pairs.size(), 0);
+    std::set<std::int64_t> components;
+    std::size_t walls_in_islands = 0;
+    for (std::size_t k = 0; k < is.size(); ++k) {
+      ASSERT_LT(is.begin[k], is.begin[k + 1]) << what << ": empty island";
+      const std::int64_t c = comp[s.pairs[is.order[is.begin[k]]].a];
+      EXPECT_TRUE(components.insert(c).second) << what << ": component split over islands";
+      std::uint64_t last = 0;
+      for (std::uint32_t j = is.begin[k]; j < is.begin[k + 1]; ++j) {
+        const Pair p = s.pairs[is.order[j]];
+        ++seen[is.order[j]];
+        EXPECT_EQ(comp[p.a], c) << what << ": island mixes components";
+        const std::uint64_t key = detail::contact_key(s.ids[p.a], s.ids[p.b]);
+        if (j > is.begin[k]) {
+          EXPECT_LT(last, key) << what << ": island not in key order";
+        }
+        last = key;
+      }
+      for (std::uint32_t w = is.walls_begin[k]; w < is.walls_begin[k + 1]; ++w) {
+        EXPECT_EQ(comp[is.walls[w] >> 4], c) << what << ": wall in the wrong island";
+        ++walls_in_islands;
+      }
+    }
+    for (std::size_t k = 0; k < seen.size(); ++k) ASSERT_EQ(seen[k], 1) << what << ": contact " << k;
+    std::size_t walls_total = 0, lone_expected = 0;
+    for (const auto& block : walls)
+      for (const std::uint32_t e : block) {
+        ++walls_total;
+        lone_expected += comp[e >> 4] < 0;
+      }
+    EXPECT_EQ(is.lone_walls.size(), lone_expected) << what;
+    EXPECT_EQ(walls_in_islands + is.lone_walls.size(), walls_total) << what;
+    detail::ContactSchedule sch;
+    detail::order_contacts(s.ids, s.pairs, sch);
+    EXPECT_EQ(is.depth, sch.rounds()) << what << ": depth differs from the schedule's rounds";
+    // An island over the limit is refused (rounds take over).
+    if (is.size() > 0) {
+      std::size_t largest = 0;
+      for (std::size_t k = 0; k < is.size(); ++k) largest = std::max<std::size_t>(largest, is.begin[k + 1] - is.begin[k]);
+      EXPECT_FALSE(detail::build_islands(s.ids, s.pairs, walls, largest - 1, is)) << what;
+      EXPECT_TRUE(std::all_of(is.parent.begin(), is.parent.end(), [](std::uint32_t v) { return v == ~0u; })) << what;
+    }
+  }
+}
+
 TEST(ContactOrder, EmptyPairSetHasNoRounds) {
   const std::vector<BodyId> ids{1, 2, 3};
   detail::ContactSchedule sch;

@@ -33,24 +33,18 @@
 namespace carom::detail {
 namespace {
 
-constexpr std::size_t kBlock = 2048;
+constexpr std::size_t kBlock = 512;
 constexpr int kMaxLevels = 16;
 // Cell coordinates are clamped to +-2^28. Clamping is monotone and moves
 // neighbours at most together, so far-away bodies share edge cells (slower, but
 // still exact: the distance test decides).
 constexpr double kCellClamp = 268435456.0;
-constexpr std::uint64_t kCellBias = 1ull << 29;
 
 struct Grid {
   double s0 = 1.0;
   double size[kMaxLevels];
   double inv[kMaxLevels];
 };
-
-std::uint64_t pack(std::uint32_t level, std::int64_t cx, std::int64_t cy) {
-  return (std::uint64_t{level} << 60) | ((static_cast<std::uint64_t>(cx) + kCellBias) << 30) |
-         (static_cast<std::uint64_t>(cy) + kCellBias);
-}
 
 std::int64_t cell_coord(double v, double inv) {
   double c = std::floor(v * inv);
@@ -75,8 +69,6 @@ struct Hash {
     return (static_cast<std::uint32_t>(cy) * width + static_cast<std::uint32_t>(cx) + level * 0x9E3779B1u) & mask;
   }
 };
-
-constexpr std::uint64_t kCyMask = (1ull << 30) - 1;
 
 }  // namespace
 
@@ -128,8 +120,14 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   bp.sorted.resize(n);
   bp.sx.resize(n);
   bp.sy.resize(n);
-  bp.se.resize(n);
-  bp.skey.resize(n);
+  // Equal extents (equal radii, as in a gas) need no per-body copy.
+  const bool uniform = emin == emax;
+  if (uniform) {
+    bp.se = {};
+  } else {
+    bp.se.resize(n);
+  }
+  bp.slevel.resize(n);
 
   // 1. Bucket of every body and the bucket histogram.
   std::vector<std::uint32_t> block_levels(nb, 0);
@@ -183,7 +181,7 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
 
   // 4. Arrival order inside a bucket is a race: sort each bucket by storage
   //    index, then gather the sorted copies the pair search reads.
-  const std::size_t bucket_block = 1 << 14;
+  const std::size_t bucket_block = 1 << 11;
   for_blocks(buckets, bucket_block, [&](std::size_t h0, std::size_t h1, std::size_t) {
     for (std::size_t h = h0; h < h1; ++h) {
       const std::uint32_t begin = h == 0 ? 0 : bp.bucket_end[h - 1];
@@ -192,25 +190,47 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
       for (std::uint32_t p = begin; p < end; ++p) {
         const std::uint32_t i = bp.sorted[p];
         const double e = extent_of(i);
-        const std::uint32_t k = level_of(e, g);
         bp.sx[p] = x[i];
         bp.sy[p] = y[i];
-        bp.se[p] = e;
-        bp.skey[p] = pack(k, cell_coord(x[i], g.inv[k]), cell_coord(y[i], g.inv[k]));
+        if (!uniform) bp.se[p] = e;
+        bp.slevel[p] = static_cast<std::uint8_t>(level_of(e, g));
       }
     }
   });
 
-  // 5. Pair search over fixed blocks of sorted positions.
+  // 5. Pair search over fixed blocks of sorted positions. Hits go into a
+  //    small buffer without a branch (about a third of the tests hit, which a
+  //    branch would mispredict), flushed into the block's list. With a single
+  //    occupied level (equal radii) no level needs checking.
   out.blocks.resize(nb);
+  const bool one_level = std::has_single_bit(levels);
+  const double* sx = bp.sx.data();
+  const double* sy = bp.sy.data();
+  const double* se = bp.se.data();
+  auto extent_at = [&](std::uint32_t p) { return uniform ? emin : se[p]; };
+  const std::uint8_t* slevel = bp.slevel.data();
+  const std::uint32_t* sorted = bp.sorted.data();
+  const std::uint32_t* bucket_end = bp.bucket_end.data();
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];
+    // Room for a little more than last time, allocated once: growing by
+    // doubling would hold up to twice the list (and both copies while it
+    // moves) at the moment memory peaks. The list changes little from one
+    // rebuild to the next; a block that outgrows this doubles as usual.
+    const std::size_t expected = local.size() + local.size() / 32 + 16;
     local.clear();
-    auto emit = [&](std::uint32_t p, std::uint32_t q) {
-      const std::uint32_t i = bp.sorted[p], j = bp.sorted[q];
-      local.push_back(i < j ? Pair{i, j} : Pair{j, i});
+    if (local.capacity() < expected) {
+      local = {};
+      local.reserve(expected);
+    }
+    constexpr std::uint32_t kBuffer = 512;
+    Pair buffer[kBuffer];
+    std::uint32_t buffered = 0;
+    auto flush = [&] {
+      local.insert(local.end(), buffer, buffer + buffered);
+      buffered = 0;
     };
-    auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bp.bucket_end[h - 1]; };
+    auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bucket_end[h - 1]; };
     // Partners of p among sorted positions [q, end) on level `level`.
     //
     // Only the level is checked, not the cell: a body of that level in these
@@ -218,9 +238,24 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
     // buckets, W or H cells away, which the distance test rejects. The scanned
     // bucket runs of one body never overlap (W >= 8), so nothing is met twice.
     auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) {
-      const double px = bp.sx[p], py = bp.sy[p], pe = bp.se[p];
+      if (q >= end) return;
+      const double px = sx[p], py = sy[p], pe = extent_at(p);
+      const std::uint32_t i = sorted[p];
+      if (end - q > kBuffer - buffered) flush();
+      if (end - q > kBuffer) {  // a crowded run: the plain loop
+        for (; q < end; ++q) {
+          if (slevel[q] == level && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
+            const std::uint32_t j = sorted[q];
+            local.push_back(Pair{std::min(i, j), std::max(i, j)});
+          }
+        }
+        return;
+      }
       for (; q < end; ++q) {
-        if ((bp.skey[q] >> 60) == level && extents_overlap(px, py, pe, bp.sx[q], bp.sy[q], bp.se[q])) emit(p, q);
+        if ((one_level || slevel[q] == level) && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
+          const std::uint32_t j = sorted[q];
+          buffer[buffered++] = Pair{std::min(i, j), std::max(i, j)};
+        }
       }
     };
     // A row of cells cx_lo..cx_hi: one run when the buckets do not wrap,
@@ -229,31 +264,32 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
                         bool after) {
       const std::uint32_t h0 = hash(level, cx_lo, cy), h1 = hash(level, cx_hi, cy);
       if (h1 >= h0 && h1 - h0 == cx_hi - cx_lo) {
-        scan(p, after ? p + 1 : bucket_begin(h0), bp.bucket_end[h1], level);
+        scan(p, after ? p + 1 : bucket_begin(h0), bucket_end[h1], level);
         return;
       }
       for (std::int64_t cx = cx_lo; cx <= cx_hi; ++cx) {
         const std::uint32_t h = hash(level, cx, cy);
-        scan(p, (after && cx == cx_lo) ? p + 1 : bucket_begin(h), bp.bucket_end[h], level);
+        scan(p, (after && cx == cx_lo) ? p + 1 : bucket_begin(h), bucket_end[h], level);
       }
     };
     for (std::size_t pp = p0; pp < p1; ++pp) {
       const auto p = static_cast<std::uint32_t>(pp);
-      const std::uint64_t key = bp.skey[p];
-      const std::uint32_t k = static_cast<std::uint32_t>(key >> 60);
-      const auto cx = static_cast<std::int64_t>((key >> 30) & kCyMask) - static_cast<std::int64_t>(kCellBias);
-      const auto cy = static_cast<std::int64_t>(key & kCyMask) - static_cast<std::int64_t>(kCellBias);
+      const std::uint32_t k = slevel[p];
+      // The same cell the hash put p in (the same function of the same values).
+      const std::int64_t cx = cell_coord(sx[p], g.inv[k]);
+      const std::int64_t cy = cell_coord(sy[p], g.inv[k]);
       // Same level: own cell (later positions) and east; then the three cells
       // of the row above. The other four neighbours find p themselves.
       scan_row(p, k, cx, cx + 1, cy, true);
       scan_row(p, k, cx - 1, cx + 1, cy + 1, false);
       for (std::uint32_t up = levels & ~((2u << k) - 1); up != 0; up &= up - 1) {
         const std::uint32_t l = static_cast<std::uint32_t>(std::countr_zero(up));
-        const std::int64_t ux = cell_coord(bp.sx[p], g.inv[l]);
-        const std::int64_t uy = cell_coord(bp.sy[p], g.inv[l]);
+        const std::int64_t ux = cell_coord(sx[p], g.inv[l]);
+        const std::int64_t uy = cell_coord(sy[p], g.inv[l]);
         for (std::int64_t dy = -1; dy <= 1; ++dy) scan_row(p, l, ux - 1, ux + 1, uy + dy, false);
       }
     }
+    flush();
   });
 
   for (const auto& blk : out.blocks) out.count += blk.size();

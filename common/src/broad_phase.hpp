@@ -37,8 +37,8 @@ struct PairBlocks {
 struct BroadPhase {
   std::vector<std::uint32_t> bucket_end;  // per bucket: end of its run in the sorted arrays
   std::vector<std::uint32_t> sorted;      // sorted position -> storage index
-  std::vector<double> sx, sy, se;         // sorted copies of x, y, extent
-  std::vector<std::uint64_t> skey;        // sorted cell keys (level, cx, cy)
+  std::vector<double> sx, sy, se;         // sorted copies of x, y, extent (se empty when all extents are equal)
+  std::vector<std::uint8_t> slevel;       // sorted grid levels (the cell follows from x, y)
 };
 
 /// All pairs i < j whose extents r_i + margin and r_j + margin overlap

@@ -75,7 +75,97 @@ void finish_sequential(std::span<const BodyId> ids, std::span<const Pair> pairs,
   rest.clear();
 }
 
+constexpr std::uint32_t kIsland = 1u << 31;  // a root's slot, once numbered: kIsland | island (ids < 2^28)
+constexpr std::uint32_t kNone = ~0u;
+
+// Union-find root of body i. A slot holds its parent, itself at a root, or
+// kIsland | island number at a root once islands are numbered. Compresses the path.
+std::uint32_t find_root(std::vector<std::uint32_t>& parent, std::uint32_t i) {
+  std::uint32_t r = i;
+  while (!(parent[r] & kIsland) && parent[r] != r) r = parent[r];
+  while (i != r) {
+    const std::uint32_t next = parent[i];
+    parent[i] = r;
+    i = next;
+  }
+  return r;
+}
+
 }  // namespace
+
+bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
+                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island, ContactIslands& out) {
+  const std::size_t c = pairs.size();
+  std::vector<std::uint32_t>& parent = out.parent;
+  if (parent.size() < ids.size()) parent.resize(ids.size(), kNone);
+  // 1. Union by smaller root (sequential: the sets are what they are anyway).
+  for (const Pair p : pairs) {
+    if (parent[p.a] == kNone) parent[p.a] = p.a;
+    if (parent[p.b] == kNone) parent[p.b] = p.b;
+    const std::uint32_t ra = find_root(parent, p.a), rb = find_root(parent, p.b);
+    if (ra < rb) parent[rb] = ra;
+    if (rb < ra) parent[ra] = rb;
+  }
+  // 2. Number the islands in order of their first contact.
+  out.island_of.resize(c);
+  std::uint32_t islands = 0;
+  for (std::size_t k = 0; k < c; ++k) {
+    const std::uint32_t r = find_root(parent, pairs[k].a);
+    if (!(parent[r] & kIsland)) parent[r] = kIsland | islands++;
+    out.island_of[k] = parent[r] & ~kIsland;
+  }
+  // 3. The walls of island bodies, by island; the rest are lone.
+  out.wall_island.clear();
+  out.lone_walls.clear();
+  for (const auto& block : walls) {
+    for (const std::uint32_t entry : block) {
+      const std::uint32_t i = entry >> 4;
+      if (parent[i] == kNone) {
+        out.lone_walls.push_back(entry);
+      } else {
+        out.wall_island.emplace_back(parent[find_root(parent, i)] & ~kIsland, entry);
+      }
+    }
+  }
+  for (const Pair p : pairs) parent[p.a] = parent[p.b] = kNone;
+  // 4. Counting sorts by island (stable), then each island in key order.
+  out.begin.assign(islands + 1, 0);
+  for (const std::uint32_t isl : out.island_of) ++out.begin[isl + 1];
+  std::size_t largest = 0;
+  for (std::uint32_t k = 0; k < islands; ++k) {
+    largest = std::max<std::size_t>(largest, out.begin[k + 1]);
+    out.begin[k + 1] += out.begin[k];
+  }
+  if (largest > max_island) return false;
+  out.cursor.assign(out.begin.begin(), out.begin.end() - 1);
+  out.order.resize(c);
+  for (std::size_t k = 0; k < c; ++k) out.order[out.cursor[out.island_of[k]]++] = static_cast<std::uint32_t>(k);
+  out.walls_begin.assign(islands + 1, 0);
+  for (const auto& w : out.wall_island) ++out.walls_begin[w.first + 1];
+  for (std::uint32_t k = 0; k < islands; ++k) out.walls_begin[k + 1] += out.walls_begin[k];
+  out.cursor.assign(out.walls_begin.begin(), out.walls_begin.end() - 1);
+  out.walls.resize(out.wall_island.size());
+  for (const auto& w : out.wall_island) out.walls[out.cursor[w.first]++] = w.second;
+  out.key.resize(c);
+  for (std::size_t k = 0; k < c; ++k) out.key[k] = key_of(ids, pairs[k]);
+  auto by_key = [&](std::uint32_t l, std::uint32_t r) { return out.key[l] < out.key[r]; };
+  for (std::uint32_t k = 0; k < islands; ++k) {
+    if (out.begin[k + 1] - out.begin[k] > 1)
+      std::sort(out.order.begin() + out.begin[k], out.order.begin() + out.begin[k + 1], by_key);
+  }
+  // 5. Depth: the round each contact would take is 1 + the last round of
+  //    either body (slots hold last round + 1 here, reset afterwards).
+  out.depth = 0;
+  for (const std::uint32_t k : out.order) {
+    const Pair p = pairs[k];
+    const std::uint32_t la = parent[p.a] == kNone ? 0 : parent[p.a];
+    const std::uint32_t lb = parent[p.b] == kNone ? 0 : parent[p.b];
+    parent[p.a] = parent[p.b] = std::max(la, lb) + 1;
+    out.depth = std::max(out.depth, std::max(la, lb) + 1);
+  }
+  for (const Pair p : pairs) parent[p.a] = parent[p.b] = kNone;
+  return true;
+}
 
 void order_contacts(std::span<const BodyId> ids, std::span<const Pair> pairs, ContactSchedule& s) {
   const std::size_t c = pairs.size();

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "broad_phase.hpp"
@@ -28,12 +29,39 @@ struct ContactSchedule {
   std::vector<std::uint32_t> order;        // contact indices, round by round
   std::vector<std::uint32_t> round_begin;  // round r is order[round_begin[r] .. round_begin[r+1])
   // scratch, kept between calls so steady-state steps do not allocate
-  std::vector<std::uint64_t> reserved;     // per body; all ~0 between calls
+  std::vector<std::uint64_t> reserved;     // per body, allocated on first use; all ~0 between calls
   std::vector<std::uint32_t> pending, tail_round;
   std::vector<std::vector<std::uint32_t>> ready_blocks, rest_blocks;
 
   std::size_t rounds() const { return round_begin.empty() ? 0 : round_begin.size() - 1; }
 };
+
+/// The contacts grouped into islands: connected components of the graph whose
+/// vertices are bodies and whose edges are contacts. Islands share no body, so
+/// applying each island's contacts one by one in contact_key order, islands in
+/// any order or in parallel, gives exactly what the rounds give (the same
+/// rule), with one parallel loop instead of one per round.
+struct ContactIslands {
+  std::vector<std::uint32_t> order;        // contact indices, island by island, each island in key order
+  std::vector<std::uint32_t> begin;        // island k is order[begin[k] .. begin[k+1])
+  std::vector<std::uint32_t> walls;        // wall entries (storage index << 4 | bits) of island bodies
+  std::vector<std::uint32_t> walls_begin;  // island k's are walls[walls_begin[k] .. walls_begin[k+1])
+  std::vector<std::uint32_t> lone_walls;   // wall entries of bodies in no contact
+  std::uint32_t depth = 0;                 // rounds the rule would take: the deepest island
+  // scratch
+  std::vector<std::uint32_t> parent;  // per body: union-find parent; all ~0 between calls
+  std::vector<std::uint64_t> key;
+  std::vector<std::uint32_t> island_of, cursor;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> wall_island;
+
+  std::size_t size() const { return begin.empty() ? 0 : begin.size() - 1; }
+};
+
+/// Builds the islands of `pairs` and sorts the wall entries (`walls`, in
+/// per-block lists) into them. Returns false, leaving `out` unusable, when an
+/// island has more than `max_island` contacts: rounds then parallelise better.
+bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
+                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island, ContactIslands& out);
 
 /// Groups `pairs` (storage indices into `ids`) into rounds: a contact enters a
 /// round when it is the minimum, in key order, among the contacts not yet

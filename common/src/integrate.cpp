@@ -5,6 +5,7 @@
 // same bits. The displacement maximum is an exact max, grouped per fixed block.
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "parallel.hpp"
@@ -13,7 +14,7 @@
 namespace carom::detail {
 namespace {
 
-constexpr std::size_t kBlock = 8192;
+constexpr std::size_t kBlock = 2048;
 
 template <class Fn>
 double max_over_blocks(std::size_t n, Fn&& per_block) {
@@ -43,8 +44,8 @@ inline std::uint32_t wall_axis(double& x, double& v, double r, double lo, double
 
 }  // namespace
 
-double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std::span<const double> xb,
-                            std::span<const double> yb) {
+double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std::span<const float> xb,
+                            std::span<const float> yb) {
   const double gx = g.x * h, gy = g.y * h;
   const bool measure = !xb.empty();
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
@@ -53,7 +54,7 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
       b.vx[i] = b.vx[i] * damping + gx;
       b.vy[i] = b.vy[i] * damping + gy;
       if (measure) {
-        const double dx = b.x[i] - xb[i], dy = b.y[i] - yb[i];
+        const double dx = moved_at_most(b.x[i], xb[i]), dy = moved_at_most(b.y[i], yb[i]);
         m = std::max(m, dx * dx + dy * dy);
       }
     }
@@ -84,7 +85,7 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
 }
 
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,
-                         std::span<const double> xb, std::span<const double> yb) {
+                         std::span<const float> xb, std::span<const float> yb) {
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
     double m = 0.0;
     for (std::size_t i = i0; i < i1; ++i) {
@@ -94,7 +95,7 @@ double predict_positions(BodyStore& b, double h, std::span<double> px, std::span
       const double y = b.y[i] + b.vy[i] * h;
       b.x[i] = x;
       b.y[i] = y;
-      const double dx = x - xb[i], dy = y - yb[i];
+      const double dx = moved_at_most(x, xb[i]), dy = moved_at_most(y, yb[i]);
       m = std::max(m, dx * dx + dy * dy);
     }
     return m;

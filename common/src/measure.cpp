@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "carom/world.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
 
@@ -51,12 +52,21 @@ void measure_energy(const BodyStore& b, StepStats& stats) {
 }
 
 std::uint64_t hash_state(const BodyStore& b) {
+  return carom::state_hash(BodiesView{b.id, b.x, b.y, b.vx, b.vy, b.r, b.m});
+}
+
+}  // namespace carom::detail
+
+namespace carom {
+
+std::uint64_t state_hash(const BodiesView& b) {
   std::uint64_t h = 0xC0FFEE0123456789ull ^ b.size();
   for (std::size_t i = 0; i < b.size(); ++i) {
-    h = mix(h, b.id[i]);
-    for (double v : {b.x[i], b.y[i], b.vx[i], b.vy[i], b.r[i], b.m[i]}) h = mix(h, std::bit_cast<std::uint64_t>(v));
+    h = detail::mix(h, b.id[i]);
+    for (double v : {b.x[i], b.y[i], b.vx[i], b.vy[i], b.radius[i], b.mass[i]})
+      h = detail::mix(h, std::bit_cast<std::uint64_t>(v));
   }
   return h;
 }
 
-}  // namespace carom::detail
+}  // namespace carom

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <span>
 
 #include "parallel.hpp"
 #include "stages.hpp"
@@ -76,8 +77,8 @@ inline void classify(const BodyStore& b, Pair p, Contact& ct, double e, double r
 // Resting contacts start from last substep's accumulated change: what lets
 // a tall pile carry its weight (support would otherwise climb one contact per
 // pass, and the pile would "fall" in place, the position correction hiding it).
-inline void warm_start(BodyStore& b, Pair p, Contact& ct, const std::vector<double>& warm) {
-  const double w = warm[ct.candidate];
+inline void warm_start(BodyStore& b, Pair p, Contact& ct) {
+  const double w = ct.warm;
   if (w > 0.0) {
     push_velocity(b, p, ct, w);
     ct.accum = w;
@@ -171,72 +172,173 @@ std::uint64_t for_rounds(const ContactSchedule& s, Fn&& fn) {
   return total.load();
 }
 
+// Islands below this many contacts in all, each below kMaxIsland, run as
+// islands; else by rounds (the same rule, so the same bits either way: the
+// choice is speed only). Islands need one parallel loop per stage where rounds
+// need one per round and pass; a pile's single huge island needs rounds.
+constexpr std::size_t kIslandsBelow = 1 << 16;
+constexpr std::size_t kMaxIsland = 2048;
+constexpr std::size_t kIslandChunk = 64;  // contacts per parallel task, roughly
+
+// Runs fn(contacts of island, walls of island) for every island, islands in
+// parallel. Returns the sum of fn's results.
+template <class Fn>
+std::uint64_t for_islands(const ContactIslands& is, Fn&& fn) {
+  const std::size_t n = is.size();
+  if (n == 0) return 0;
+  const std::size_t per_task = std::max<std::size_t>(1, n * kIslandChunk / std::max<std::size_t>(is.order.size(), 1));
+  std::atomic<std::uint64_t> total{0};
+  for_blocks(n, per_task, [&](std::size_t k0, std::size_t k1, std::size_t) {
+    std::uint64_t count = 0;
+    for (std::size_t k = k0; k < k1; ++k) {
+      count += fn(std::span<const std::uint32_t>(is.order.data() + is.begin[k], is.begin[k + 1] - is.begin[k]),
+                  std::span<const std::uint32_t>(is.walls.data() + is.walls_begin[k],
+                                                 is.walls_begin[k + 1] - is.walls_begin[k]));
+    }
+    if (count) total.fetch_add(count, std::memory_order_relaxed);
+  });
+  return total.load();
+}
+
+// The discrete velocity passes of one island (or, by rounds, of all
+// contacts): what resolve_contacts documents, per island.
+template <class Contacts_, class Walls_>
+std::uint64_t solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo,
+                           bool warmed, const Params& p, double resting,
+                           const Contacts_& cs, const Walls_& ws) {
+  const double e = p.restitution;
+  for (const std::uint32_t c : cs) classify(b, pairs[c], geo[c], e, resting);
+  if (warmed)
+    for (const std::uint32_t c : cs) warm_start(b, pairs[c], geo[c]);
+  for (int it = 0; it < p.iterations; ++it) {
+    bool changed = false;
+    for (const std::uint32_t entry : ws) changed |= apply_walls(b, entry);
+    for (const std::uint32_t c : cs) changed |= solve_velocity(b, pairs[c], geo[c], 0.0);
+    if (!changed) break;
+  }
+  for (const std::uint32_t c : cs)
+    if (geo[c].state == kCollided) solve_velocity(b, pairs[c], geo[c], geo[c].bounce);
+  return 0;
+}
+
+// Verlet: the position passes of one island.
+template <class Contacts_>
+std::uint64_t push_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo, const Params& p,
+                          double inv_h, const Contacts_& cs) {
+  for (int it = 0; it < p.iterations; ++it) {
+    bool moved = false;
+    for (const std::uint32_t c : cs) {
+      Contact& ct = geo[c];
+      const Pair pr = pairs[c];
+      const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
+      const double corr = apply_position(b, pr, ct);
+      if (corr == 0.0) continue;
+      ct.impulse += b.m[pr.b] * fa * corr * inv_h;
+      ct.state = kCollided;
+      moved = true;
+    }
+    if (!moved) break;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
-                               double resting, double h, std::size_t candidates) {
+                               double resting, double h) {
   ContactSchedule& s = contacts.schedule;
-  order_contacts(b.id, contacts.pairs, s);
   const double e = p.restitution;
   auto& geo = contacts.geometry;
   const auto& pairs = contacts.pairs;
-  if (p.solver == Solver::kDiscrete) {
-    for_blocks(geo.size(), kBlock, [&](std::size_t c0, std::size_t c1, std::size_t) {
-      for (std::size_t c = c0; c < c1; ++c) classify(b, pairs[c], geo[c], e, resting);
-    });
-    if (!contacts.warm_used.empty()) {
+  const bool discrete = p.solver == Solver::kDiscrete;
+  const double inv_h = 1.0 / h;
+  const bool warmed = !contacts.warm.empty();
+  if (warmed) {
+    // Contacts and warm values are both in candidate order: one merge.
+    std::size_t w = 0;
+    for (Contact& ct : geo) {
+      while (w < contacts.warm.size() && contacts.warm[w].first < ct.candidate) ++w;
+      ct.warm = w < contacts.warm.size() && contacts.warm[w].first == ct.candidate ? contacts.warm[w].second : 0.0;
+    }
+  }
+  // Islands or rounds: the same rule, so the same bits (the choice is speed).
+  contacts.by_islands = pairs.size() < kIslandsBelow &&
+                        build_islands(b.id, pairs, walls.blocks, kMaxIsland, contacts.islands);
+  if (contacts.by_islands) {
+    const ContactIslands& is = contacts.islands;
+    contacts.rounds = is.depth;
+    if (discrete) {
+      // Bodies against a wall and in no contact: one pass does all there is.
+      if (p.iterations > 0)
+        for_blocks(is.lone_walls.size(), kBlock, [&](std::size_t w0, std::size_t w1, std::size_t) {
+          for (std::size_t w = w0; w < w1; ++w) apply_walls(b, is.lone_walls[w]);
+        });
+      for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t> ws) {
+        return solve_island(b, pairs, geo, warmed, p, resting, cs, ws);
+      });
+    } else {
+      for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t>) {
+        return push_island(b, pairs, geo, p, inv_h, cs);
+      });
+    }
+  } else {
+    order_contacts(b.id, contacts.pairs, s);
+    contacts.rounds = static_cast<std::uint32_t>(s.rounds());
+    if (discrete) {
+      for_blocks(geo.size(), kBlock, [&](std::size_t c0, std::size_t c1, std::size_t) {
+        for (std::size_t c = c0; c < c1; ++c) classify(b, pairs[c], geo[c], e, resting);
+      });
+      if (warmed) {
+        for_rounds(s, [&](std::uint32_t c) {
+          warm_start(b, pairs[c], geo[c]);
+          return 0u;
+        });
+      }
+      for (int it = 0; it < p.iterations; ++it) {
+        // Walls first: they touch one body each (parallel), and a wall must
+        // take its share before the contacts above it look at their velocity,
+        // or a warm-started contact would see separation and let go.
+        std::atomic<std::uint64_t> wall_hits{0};
+        for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
+          std::uint64_t count = 0;
+          for (std::uint32_t entry : walls.blocks[blk]) count += apply_walls(b, entry);
+          if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
+        });
+        const std::uint64_t changed = wall_hits.load() + for_rounds(s, [&](std::uint32_t c) {
+                                        return solve_velocity(b, pairs[c], geo[c], 0.0) ? 1u : 0u;
+                                      });
+        if (changed == 0) break;
+      }
+      // Restitution, once, for the impacts.
       for_rounds(s, [&](std::uint32_t c) {
-        warm_start(b, pairs[c], geo[c], contacts.warm);
-        return 0u;
+        return geo[c].state == kCollided && solve_velocity(b, pairs[c], geo[c], geo[c].bounce) ? 1u : 0u;
       });
+    } else {
+      for (int it = 0; it < p.iterations; ++it) {
+        const std::uint64_t moved = for_rounds(s, [&](std::uint32_t c) {
+          Contact& ct = geo[c];
+          const Pair pr = pairs[c];
+          const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
+          const double corr = apply_position(b, pr, ct);
+          if (corr == 0.0) return 0u;
+          ct.impulse += b.m[pr.b] * fa * corr * inv_h;
+          ct.state = kCollided;
+          return 1u;
+        });
+        if (moved == 0) break;
+      }
     }
-    for (int it = 0; it < p.iterations; ++it) {
-      // Walls first: they touch one body each (parallel), and a wall must
-      // take its share before the contacts above it look at their velocity,
-      // or a warm-started contact would see separation and let go.
-      std::atomic<std::uint64_t> wall_hits{0};
-      for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
-        std::uint64_t count = 0;
-        for (std::uint32_t entry : walls.blocks[blk]) count += apply_walls(b, entry);
-        if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
-      });
-      const std::uint64_t changed = wall_hits.load() + for_rounds(s, [&](std::uint32_t c) {
-                                      return solve_velocity(b, pairs[c], geo[c], 0.0) ? 1u : 0u;
-                                    });
-      if (changed == 0) break;
-    }
-    // Restitution, once, for the impacts.
-    for_rounds(s, [&](std::uint32_t c) {
-      return geo[c].state == kCollided && solve_velocity(b, pairs[c], geo[c], geo[c].bounce) ? 1u : 0u;
-    });
+  }
+  if (discrete) {
     // Keep what resting contacts carried, for the next substep; impacts
     // separate and start afresh.
-    for (std::uint32_t cand : contacts.warm_used) contacts.warm[cand] = 0.0;
-    contacts.warm_used.clear();
+    contacts.warm.clear();
     for (std::size_t c = 0; c < geo.size(); ++c) {
       Contact& ct = geo[c];
       ct.impulse = b.m[pairs[c].b] * (b.m[pairs[c].a] / (b.m[pairs[c].a] + b.m[pairs[c].b])) * ct.accum;
       if (ct.state == kTouching && ct.accum > 0.0) {
-        // Allocated on first use: a gas (no resting contacts) never needs it.
-        if (contacts.warm.size() != candidates) contacts.warm.assign(candidates, 0.0);
-        contacts.warm[ct.candidate] = ct.accum;
-        contacts.warm_used.push_back(ct.candidate);
+        contacts.warm.emplace_back(ct.candidate, ct.accum);
       }
-    }
-  } else {
-    const double inv_h = 1.0 / h;
-    for (int it = 0; it < p.iterations; ++it) {
-      const std::uint64_t moved = for_rounds(s, [&](std::uint32_t c) {
-        Contact& ct = geo[c];
-        const Pair pr = pairs[c];
-        const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
-        const double corr = apply_position(b, pr, ct);
-        if (corr == 0.0) return 0u;
-        ct.impulse += b.m[pr.b] * fa * corr * inv_h;
-        ct.state = kCollided;
-        return 1u;
-      });
-      if (moved == 0) break;
     }
   }
   std::uint64_t collisions = 0;
@@ -246,14 +348,14 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
 
 WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts) {
   WarmByIds saved;
-  if (contacts.warm_used.empty()) return saved;
+  if (contacts.warm.empty()) return saved;
   std::vector<std::size_t> first(pairs.blocks.size() + 1, 0);
   for (std::size_t k = 0; k < pairs.blocks.size(); ++k) first[k + 1] = first[k] + pairs.blocks[k].size();
-  saved.reserve(contacts.warm_used.size());
-  for (std::uint32_t cand : contacts.warm_used) {
+  saved.reserve(contacts.warm.size());
+  for (const auto& [cand, value] : contacts.warm) {
     const std::size_t blk = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), cand) - first.begin()) - 1;
     const Pair p = pairs.blocks[blk][cand - first[blk]];
-    saved.emplace_back(std::uint64_t{b.id[p.a]} << 32 | b.id[p.b], contacts.warm[cand]);
+    saved.emplace_back(std::uint64_t{b.id[p.a]} << 32 | b.id[p.b], value);
   }
   std::sort(saved.begin(), saved.end());
   return saved;
@@ -261,17 +363,14 @@ WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts&
 
 void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts) {
   contacts.warm.clear();
-  contacts.warm_used.clear();
   if (saved.empty()) return;
-  contacts.warm.assign(pairs.count, 0.0);
   std::uint32_t cand = 0;
   for (const auto& block : pairs.blocks) {
     for (const Pair p : block) {
       const std::uint64_t key = std::uint64_t{b.id[p.a]} << 32 | b.id[p.b];
       auto it = std::lower_bound(saved.begin(), saved.end(), std::make_pair(key, 0.0));
       if (it != saved.end() && it->first == key) {
-        contacts.warm[cand] = it->second;
-        contacts.warm_used.push_back(cand);
+        contacts.warm.emplace_back(cand, it->second);
       }
       ++cand;
     }
@@ -282,6 +381,17 @@ void correct_positions(BodyStore& b, Contacts& contacts, const Params& p) {
   const auto& pairs = contacts.pairs;
   auto& geo = contacts.geometry;
   const Bounds* box = p.bounds.walled ? &p.bounds : nullptr;
+  if (contacts.by_islands) {
+    for_islands(contacts.islands, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t>) {
+      for (int it = 0; it < kPositionPasses; ++it) {
+        bool moved = false;
+        for (const std::uint32_t c : cs) moved |= apply_position(b, pairs[c], geo[c], kPositionCorrection, box) > 0.0;
+        if (!moved) break;
+      }
+      return 0u;
+    });
+    return;
+  }
   for (int it = 0; it < kPositionPasses; ++it) {
     const std::uint64_t moved = for_rounds(contacts.schedule, [&](std::uint32_t c) {
       return apply_position(b, pairs[c], geo[c], kPositionCorrection, box) > 0.0;

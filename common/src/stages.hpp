@@ -24,6 +24,7 @@ struct Contact {
   double impulse = 0;           // normal impulse on b this substep (N s); Verlet: implied by the push
   double bounce = 0;            // discrete: relative normal velocity after an impact, -e u (m/s)
   double accum = 0;             // discrete: accumulated normal velocity change, >= 0 (m/s)
+  double warm = 0;              // discrete: what this pair carried last substep (warm start), m/s
   std::uint32_t candidate = 0;  // index in the candidate pair list (warm starting)
   std::uint32_t state = 0;      // kTouching, or kCollided for an impact
 };
@@ -34,12 +35,16 @@ struct Contacts {
   std::vector<Pair> pairs;
   std::vector<Contact> geometry;
   ContactSchedule schedule;
+  ContactIslands islands;
+  bool by_islands = false;   // this substep's contacts run by islands, else by the schedule's rounds
+  std::uint32_t rounds = 0;  // rounds the minimum-ordering rule takes this substep
   std::vector<std::vector<Pair>> block_pairs;
   std::vector<std::vector<Contact>> block_geometry;
   // Warm starting: the accumulated velocity change of each resting contact
   // last substep, by candidate index (empty while there is none).
-  std::vector<double> warm;
-  std::vector<std::uint32_t> warm_used;
+  // (candidate index, value), in candidate order: sparse, because a gas has
+  // almost none and a dense array per candidate cost 8 bytes a candidate.
+  std::vector<std::pair<std::uint32_t, double>> warm;
   std::size_t size() const { return pairs.size(); }
 };
 
@@ -57,7 +62,7 @@ struct WallContacts {
   std::vector<std::vector<std::uint32_t>> blocks;
 };
 /// Bodies per block of WallContacts (block k lists storage indices [k b, (k+1) b)).
-inline constexpr std::size_t kWallBlock = 8192;
+inline constexpr std::size_t kWallBlock = 2048;
 inline constexpr std::uint32_t kWallMinX = 1, kWallMaxX = 2, kWallMinY = 4, kWallMaxY = 8;
 
 /// Restitution applies to approach speeds above this; slower contacts are
@@ -66,12 +71,21 @@ inline constexpr std::uint32_t kWallMinX = 1, kWallMaxX = 2, kWallMinY = 4, kWal
 /// keeps every collision elastic.
 inline double resting_speed(Vec2 gravity, double dt) { return std::sqrt(dot(gravity, gravity)) * dt; }
 
-/// Velocity half of a substep: v <- v * damping + g h. Also returns the
-/// largest squared distance of any body from (xb, yb), the positions the pair
-/// list was built at (one pass over the bodies serves both); 0 when xb is
-/// empty (Verlet measures after its predict instead).
-double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h, std::span<const double> xb,
-                            std::span<const double> yb);
+/// Where each body was when the pair list was built, rounded to float (8
+/// bytes a body, not 16: they matter at a million bodies). Only an upper
+/// bound of the distance travelled since is needed, and rounding to nearest
+/// is off by at most 2^-24 of the value, so the bound adds that back.
+inline float build_position(double v) { return static_cast<float>(v); }
+inline double moved_at_most(double v, float built) {
+  return std::abs(v - static_cast<double>(built)) + 6e-8 * std::abs(static_cast<double>(built)) + 1e-30;
+}
+
+/// Velocity half of a substep: v <- v * damping + g h. Also returns an upper
+/// bound of the largest squared distance of any body from (xb, yb), the
+/// positions the pair list was built at (one pass over the bodies serves
+/// both); 0 when xb is empty (Verlet measures after its predict instead).
+double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h, std::span<const float> xb,
+                            std::span<const float> yb);
 
 /// Discrete solver: x <- x + v h, then walls (clamp, reflect the normal
 /// velocity with restitution above `resting`), recording who touches a wall.
@@ -79,7 +93,7 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
 
 /// Verlet predict: keep (px, py) = x, then x <- x + v h. Returns as above.
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,
-                         std::span<const double> xb, std::span<const double> yb);
+                         std::span<const float> xb, std::span<const float> yb);
 
 /// Verlet finish: walls clamp, then v <- (x - previous x) / h, with walls
 /// reflecting the normal velocity with restitution.
@@ -97,7 +111,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts
 /// correction pass; Verlet: `iterations` position passes. Returns the number
 /// of contacts that collided (changed velocities or, for Verlet, positions).
 std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
-                               double resting, double h, std::size_t candidates);
+                               double resting, double h);
 
 /// Discrete, after integrate_positions: the position correction passes over
 /// the substep's contacts (positions only), walls holding what they clamp.

@@ -137,7 +137,7 @@ struct WorldState {
   bool edited = true;  // bodies changed since the last rebuild (indices stale)
   double skin = 0.0;
   double max_disp2 = 0.0;
-  std::vector<double> xb, yb;
+  std::vector<float> xb, yb;  // positions at the last rebuild (build_position)
   PairBlocks pairs;
   BroadPhase broad;
   Contacts contacts;
@@ -238,8 +238,8 @@ void WorldState::rebuild_pairs() {
   for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
     double v2 = 0.0, rmin = std::numeric_limits<double>::infinity(), rsum = 0.0;
     for (std::size_t i = i0; i < i1; ++i) {
-      xb[i] = bodies.x[i];
-      yb[i] = bodies.y[i];
+      xb[i] = build_position(bodies.x[i]);
+      yb[i] = build_position(bodies.y[i]);
       v2 = std::max(v2, bodies.vx[i] * bodies.vx[i] + bodies.vy[i] * bodies.vy[i]);
       rmin = std::min(rmin, bodies.r[i]);
       rsum += bodies.r[i];
@@ -377,8 +377,8 @@ void WorldState::step_substeps(StepStats& st) {
 
     // 4. Resolve: the minimum-ordering rule, rounds of disjoint contacts.
     t = Clock::now();
-    st.collisions += resolve_contacts(bodies, contacts, walls, p, resting, h, pairs.count);
-    st.rounds = std::max<std::uint32_t>(st.rounds, static_cast<std::uint32_t>(contacts.schedule.rounds()));
+    st.collisions += resolve_contacts(bodies, contacts, walls, p, resting, h);
+    st.rounds = std::max(st.rounds, contacts.rounds);
     st.seconds.resolve_contacts += seconds_since(t);
 
     // 5. Integrate positions and walls (Verlet: walls and derived velocities).
@@ -679,7 +679,6 @@ Status World::restore_solver_state(const SolverState& state) {
   // pair) instead of whatever the current list carries.
   s.pending_warm = std::move(warm);
   s.contacts.warm.clear();
-  s.contacts.warm_used.clear();
   s.pairs_dirty = true;
   s.walls.blocks.assign(detail::block_count(b.size(), detail::kWallBlock), {});
   for (const std::uint32_t entry : entries) s.walls.blocks[(entry >> 4) / detail::kWallBlock].push_back(entry);

@@ -113,4 +113,9 @@ class World {
   std::unique_ptr<detail::WorldState> s_;
 };
 
+/// The hash World::state_hash computes, over any bodies in id order: for a
+/// copy taken off the simulation thread (the server hashes its snapshot copy
+/// on another thread). Same bits, same hash.
+std::uint64_t state_hash(const BodiesView& bodies);
+
 }  // namespace carom
