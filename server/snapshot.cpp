@@ -65,25 +65,8 @@ void capture_snapshot(const SimState& sim, unsigned needed, SnapshotCapture* out
   out->mass.assign(b.mass.begin(), b.mass.end());
 }
 
-namespace {
-
-// World::state_hash's mixing step (common/src/measure.cpp, hash_state).
-inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  h *= 0xBF58476D1CE4E5B9ull;
-  return h ^ (h >> 31);
-}
-
-}  // namespace
-
 std::uint64_t hash_bodies(const SnapshotCapture& b) {
-  const std::size_t n = b.id.size();
-  std::uint64_t h = 0xC0FFEE0123456789ull ^ n;
-  for (std::size_t i = 0; i < n; ++i) {
-    h = mix(h, b.id[i]);
-    for (double v : {b.x[i], b.y[i], b.vx[i], b.vy[i], b.radius[i], b.mass[i]}) h = mix(h, std::bit_cast<std::uint64_t>(v));
-  }
-  return h;
+  return carom::state_hash(BodiesView{b.id, b.x, b.y, b.vx, b.vy, b.radius, b.mass});
 }
 
 namespace {

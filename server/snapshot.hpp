@@ -70,8 +70,8 @@ struct SnapshotCapture {
 /// Simulation thread. The caller sets stats, events, timing and after.
 void capture_snapshot(const SimState& sim, unsigned needed, SnapshotCapture* out);
 
-/// World::state_hash over captured bodies (the same bits in the same order
-/// give the same value; tests pin the two together).
+/// World::state_hash over captured bodies (carom::state_hash; tests pin the
+/// two together).
 std::uint64_t hash_bodies(const SnapshotCapture& bodies);
 
 /// A BodyTable frame and its epoch.
