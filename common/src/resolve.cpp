@@ -78,7 +78,7 @@ inline void classify(const BodyStore& b, Pair p, Contact& ct, double e, double r
 // a tall pile carry its weight (support would otherwise climb one contact per
 // pass, and the pile would "fall" in place, the position correction hiding it).
 inline void warm_start(BodyStore& b, Pair p, Contact& ct) {
-  const double w = ct.warm;
+  const double w = ct.impulse;  // the warm value until the passes end
   if (w > 0.0) {
     push_velocity(b, p, ct, w);
     ct.accum = w;
@@ -175,10 +175,14 @@ std::uint64_t for_rounds(const ContactSchedule& s, Fn&& fn) {
 // Islands below this many contacts in all, each below kMaxIsland, run as
 // islands; else by rounds (the same rule, so the same bits either way: the
 // choice is speed only). Islands need one parallel loop per stage where rounds
-// need one per round and pass; a pile's single huge island needs rounds.
-constexpr std::size_t kIslandsBelow = 1 << 16;
+// need one per round and pass; a pile's single huge island needs rounds, and
+// many contacts make the (sequential) union-find cost more than the rounds.
+// After a failed try (an island too big) islands are not tried again for
+// kIslandBackoff substeps: piles stay piles.
+constexpr std::size_t kIslandsBelow = 1 << 13;
 constexpr std::size_t kMaxIsland = 2048;
-constexpr std::size_t kIslandChunk = 64;  // contacts per parallel task, roughly
+constexpr std::size_t kIslandChunk = 64;
+constexpr std::uint32_t kIslandBackoff = 16;  // contacts per parallel task, roughly
 
 // Runs fn(contacts of island, walls of island) for every island, islands in
 // parallel. Returns the sum of fn's results.
@@ -258,12 +262,14 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
     std::size_t w = 0;
     for (Contact& ct : geo) {
       while (w < contacts.warm.size() && contacts.warm[w].first < ct.candidate) ++w;
-      ct.warm = w < contacts.warm.size() && contacts.warm[w].first == ct.candidate ? contacts.warm[w].second : 0.0;
+      ct.impulse = w < contacts.warm.size() && contacts.warm[w].first == ct.candidate ? contacts.warm[w].second : 0.0;
     }
   }
   // Islands or rounds: the same rule, so the same bits (the choice is speed).
-  contacts.by_islands = pairs.size() < kIslandsBelow &&
-                        build_islands(b.id, pairs, walls.blocks, kMaxIsland, contacts.islands);
+  const bool try_islands = pairs.size() < kIslandsBelow && contacts.island_backoff == 0;
+  if (contacts.island_backoff > 0) --contacts.island_backoff;
+  contacts.by_islands = try_islands && build_islands(b.id, pairs, walls.blocks, kMaxIsland, contacts.islands);
+  if (try_islands && !contacts.by_islands) contacts.island_backoff = kIslandBackoff;
   if (contacts.by_islands) {
     const ContactIslands& is = contacts.islands;
     contacts.rounds = is.depth;

@@ -21,14 +21,17 @@ namespace carom::detail {
 struct Contact {
   double nx = 0, ny = 0;        // unit normal from a to b at detection
   double px = 0, py = 0;        // radius-weighted contact point at detection
-  double impulse = 0;           // normal impulse on b this substep (N s); Verlet: implied by the push
+  // Normal impulse on b this substep (N s); Verlet: implied by the push.
+  // Discrete: until the passes end, what the pair carried last substep (the
+  // warm start, m/s), so that a contact stays 64 bytes, one cache line.
+  double impulse = 0;
   double bounce = 0;            // discrete: relative normal velocity after an impact, -e u (m/s)
   double accum = 0;             // discrete: accumulated normal velocity change, >= 0 (m/s)
-  double warm = 0;              // discrete: what this pair carried last substep (warm start), m/s
   std::uint32_t candidate = 0;  // index in the candidate pair list (warm starting)
   std::uint32_t state = 0;      // kTouching, or kCollided for an impact
 };
 inline constexpr std::uint32_t kTouching = 1, kCollided = 2;
+static_assert(sizeof(Contact) == 64, "a contact is one cache line");
 
 /// The contacts of one substep, in candidate-pair order, plus scratch.
 struct Contacts {
@@ -37,6 +40,7 @@ struct Contacts {
   ContactSchedule schedule;
   ContactIslands islands;
   bool by_islands = false;   // this substep's contacts run by islands, else by the schedule's rounds
+  std::uint32_t island_backoff = 0;  // substeps before islands are tried again (speed only)
   std::uint32_t rounds = 0;  // rounds the minimum-ordering rule takes this substep
   std::vector<std::vector<Pair>> block_pairs;
   std::vector<std::vector<Contact>> block_geometry;
@@ -71,19 +75,20 @@ inline constexpr std::uint32_t kWallMinX = 1, kWallMaxX = 2, kWallMinY = 4, kWal
 /// keeps every collision elastic.
 inline double resting_speed(Vec2 gravity, double dt) { return std::sqrt(dot(gravity, gravity)) * dt; }
 
-/// Where each body was when the pair list was built, rounded to float (8
-/// bytes a body, not 16: they matter at a million bodies). Only an upper
-/// bound of the distance travelled since is needed, and rounding to nearest
-/// is off by at most 2^-24 of the value, so the bound adds that back.
-inline float build_position(double v) { return static_cast<float>(v); }
-inline double moved_at_most(double v, float built) {
-  return std::abs(v - static_cast<double>(built)) + 6e-8 * std::abs(static_cast<double>(built)) + 1e-30;
+/// The pair list remembers where each body was when it was built rounded to
+/// float (8 bytes a body, not 16: they matter at a million bodies), off by
+/// at most `error` per coordinate. Only an upper bound of the distance
+/// travelled since is needed: from d2, the largest squared distance to the
+/// rounded positions, |a| + e and |b| + e give at most (sqrt(d2) + sqrt(2) e)^2.
+inline double moved_at_most(double d2, double error) {
+  const double d = std::sqrt(d2) + 1.4142135623730951 * error;
+  return d * d * (1.0 + 1e-15);
 }
 
-/// Velocity half of a substep: v <- v * damping + g h. Also returns an upper
-/// bound of the largest squared distance of any body from (xb, yb), the
-/// positions the pair list was built at (one pass over the bodies serves
-/// both); 0 when xb is empty (Verlet measures after its predict instead).
+/// Velocity half of a substep: v <- v * damping + g h. Also returns the
+/// largest squared distance of any body from (xb, yb), the rounded positions
+/// the pair list was built at (one pass over the bodies serves both); 0 when
+/// xb is empty (Verlet measures after its predict instead).
 double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h, std::span<const float> xb,
                             std::span<const float> yb);
 

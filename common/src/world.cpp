@@ -137,7 +137,8 @@ struct WorldState {
   bool edited = true;  // bodies changed since the last rebuild (indices stale)
   double skin = 0.0;
   double max_disp2 = 0.0;
-  std::vector<float> xb, yb;  // positions at the last rebuild (build_position)
+  std::vector<float> xb, yb;  // positions at the last rebuild, rounded to float
+  double xb_error = 0.0;      // bound on |rounded - exact| for every xb, yb
   PairBlocks pairs;
   BroadPhase broad;
   Contacts contacts;
@@ -233,18 +234,20 @@ void WorldState::rebuild_pairs() {
   // very fast body cannot make every body a candidate of every other).
   // Exact max/min per block; the radius sum is per fixed block, in order.
   const std::size_t nb = block_count(n, kBlock);
-  std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
+  std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0), block_xmax(nb, 0.0);
   std::vector<double> block_rmin(nb, std::numeric_limits<double>::infinity());
   for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
-    double v2 = 0.0, rmin = std::numeric_limits<double>::infinity(), rsum = 0.0;
+    double v2 = 0.0, rmin = std::numeric_limits<double>::infinity(), rsum = 0.0, xmax = 0.0;
     for (std::size_t i = i0; i < i1; ++i) {
-      xb[i] = build_position(bodies.x[i]);
-      yb[i] = build_position(bodies.y[i]);
+      xb[i] = static_cast<float>(bodies.x[i]);
+      yb[i] = static_cast<float>(bodies.y[i]);
+      xmax = std::max({xmax, std::abs(bodies.x[i]), std::abs(bodies.y[i])});
       v2 = std::max(v2, bodies.vx[i] * bodies.vx[i] + bodies.vy[i] * bodies.vy[i]);
       rmin = std::min(rmin, bodies.r[i]);
       rsum += bodies.r[i];
     }
     block_v2[blk] = v2;
+    block_xmax[blk] = xmax;
     block_rmin[blk] = rmin;
     block_rsum[blk] = rsum;
   });
@@ -265,6 +268,9 @@ void WorldState::rebuild_pairs() {
   edited = false;
   max_disp2 = 0.0;
   pairs_dirty = false;
+  // Rounding to float is off by at most 2^-24 of a value (to nearest); with
+  // room to spare, and for subnormals.
+  xb_error = n > 0 ? 6e-8 * *std::max_element(block_xmax.begin(), block_xmax.end()) + 1e-30 : 0.0;
 }
 
 void WorldState::step() {
@@ -354,9 +360,9 @@ void WorldState::step_substeps(StepStats& st) {
     auto t = Clock::now();
     if (verlet) {
       integrate_velocities(bodies, p.gravity, damping, h, {}, {});
-      max_disp2 = predict_positions(bodies, h, px, py, xb, yb);
+      max_disp2 = moved_at_most(predict_positions(bodies, h, px, py, xb, yb), xb_error);
     } else {
-      max_disp2 = integrate_velocities(bodies, p.gravity, damping, h, xb, yb);
+      max_disp2 = moved_at_most(integrate_velocities(bodies, p.gravity, damping, h, xb, yb), xb_error);
     }
     st.seconds.integrate_velocities += seconds_since(t);
 
