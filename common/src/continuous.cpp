@@ -33,6 +33,15 @@
 //    start of the step) and a small multi-level hash of the discs placed
 //    since. Nothing can tunnel, whatever the speeds.
 //
+// Memory. Events come in time order, so the bodies they touch are spread
+// over the whole body array (13 MB at 100k bodies, far more than the cache
+// holds): every body line, neighbour list and neighbour would be a wait on
+// memory. Opening a calendar bucket therefore asks, in stages, for what the
+// events a few buckets ahead will read (prefetch_ahead), so that an event
+// finds its bodies in cache; the start of the step reads and writes its
+// arrays in order, or asks a little ahead where it cannot. Hints only: no
+// result depends on them.
+//
 // Determinism: the hash, the pairs and the first predictions run in parallel
 // over fixed blocks, each writing only its own slots (and deferring the rest,
 // applied after in block order); events are then applied one by one in the
@@ -92,6 +101,21 @@ constexpr std::size_t kMaxQueryCells = 4096;
 // The collapse guard: slow impacts a body may take with restitution 0 in one
 // step; its later slow impacts in the step are elastic in normal.
 constexpr std::uint8_t kDissipative = 2;
+// Prefetching (see prefetch_ahead): the calendar buckets between the stages
+// of the event loop's pipeline (about one event per bucket), and how far
+// ahead along the row above the grid's pair search asks for bodies.
+constexpr std::size_t kPrefetchLead = 2;
+constexpr std::uint32_t kRowAhead = 8;
+
+// A prefetch hint that the optimiser keeps: GCC deletes a loop whose only
+// effect is __builtin_prefetch.
+[[gnu::always_inline]] inline void prefetch(const void* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p);
+#endif
+}
 
 inline std::uint64_t pair_key(std::uint32_t i, std::uint32_t j) {
   return i < j ? (std::uint64_t{i} << 32 | j) : (std::uint64_t{j} << 32 | i);
@@ -169,9 +193,9 @@ void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, con
   hot_.resize(n);
   cold_.resize(n);
   impacts_.assign(n, 0);
-  version_.resize(n);
   ext_.resize(n);
   order_.resize(n);
+  loop_of_.resize(n);
   extra_.clear();
   disc_levels_ = 0;
   disc_head_.assign(1024, kNone);
@@ -248,24 +272,45 @@ void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, con
   }
   for (std::uint32_t h = 0; h < buckets; ++h) grid_start_[h + 1] += grid_start_[h];
   // The loop order: bodies by bucket (a spatial order; by storage index inside
-  // a bucket), then the others in storage order. Memory layout only: no
-  // result depends on it.
+  // a bucket), then the others by the bucket their centre falls in (so that
+  // their neighbours, found by queries, are visited in about memory order).
+  // Memory layout only: no result depends on it.
   {
-    std::vector<std::uint32_t> fill(grid_start_.begin(), grid_start_.end() - 1);
-    std::size_t rest = ng;
-    for (std::size_t i = 0; i < n; ++i)
-      order_[cell_[i] == kNone ? rest++ : fill[cell_[i]]++] = static_cast<std::uint32_t>(i);
+    fill_.assign(grid_start_.begin(), grid_start_.end() - 1);
+    rest_.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (cell_[i] != kNone) {
+        order_[fill_[cell_[i]]++] = static_cast<std::uint32_t>(i);
+      } else {
+        const std::uint64_t h = torus(grid_coord(b.x[i], grid_inv_), grid_coord(b.y[i], grid_inv_));
+        rest_.push_back(h << 32 | i);
+      }
+    }
+    std::sort(rest_.begin(), rest_.end());
+    for (std::size_t k = 0; k < rest_.size(); ++k) order_[ng + k] = static_cast<std::uint32_t>(rest_[k]);
+    for (std::size_t k = 0; k < n; ++k) loop_of_[order_[k]] = static_cast<std::uint32_t>(k);
   }
   grid_count_ = ng;
   gx_.resize(ng);
   gy_.resize(ng);
   ge_.resize(ng);
+  // Written in loop order, read from the body store a little ahead.
   for_blocks(n, kBlock, [&](std::size_t k0, std::size_t k1, std::size_t) {
+    constexpr std::size_t kAhead = 16;
     for (std::size_t k = k0; k < k1; ++k) {
+      if (k + kAhead < k1) {
+        const std::uint32_t a = order_[k + kAhead];
+        prefetch(&b.x[a]);
+        prefetch(&b.y[a]);
+        prefetch(&b.vx[a]);
+        prefetch(&b.vy[a]);
+        prefetch(&b.r[a]);
+        prefetch(&b.m[a]);
+        prefetch(&ext_[a]);
+      }
       const std::uint32_t i = order_[k];
       hot_[k] = {b.x[i], b.y[i], b.vx[i], b.vy[i], 0.0, b.r[i], 0, kNone, 0, i};
       cold_[k] = {b.m[i], b.x[i], b.y[i], ext_[i], kInf, kNone, 0, 0, kNone, 0, 0};
-      version_[k] = 0;
       if (k < ng) {
         gx_[k] = b.x[i];
         gy_[k] = b.y[i];
@@ -284,8 +329,9 @@ void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, con
 }
 
 std::uint64_t ContinuousSolver::key_of(std::uint32_t i, std::uint32_t partner) const {
-  if (partner >= kWallCodeMinX) return std::uint64_t{hot_[i].id} << 32 | partner;  // a wall, or kNone
-  return pair_key(hot_[i].id, hot_[partner].id);
+  // order_ holds the ids (storage indices) compactly: no body's line is read.
+  if (partner >= kWallCodeMinX) return std::uint64_t{order_[i]} << 32 | partner;  // a wall, or kNone
+  return pair_key(order_[i], order_[partner]);
 }
 
 [[gnu::always_inline]] inline double ContinuousSolver::pair_time(std::uint32_t i, std::uint32_t j,
@@ -322,20 +368,29 @@ void ContinuousSolver::walls(const Hot& bi, double limit, Consider&& consider) c
   wall(bi.y, bi.vy, box_.max.y - bi.r, kWallCodeMaxY, false);
 }
 
+// The body's path for the rest of the step lies in its registered disc (the
+// solver keeps it so, except for the all-pairs reference and a lone body); a
+// disc that stays clear of every wall by its own extent (which is more than
+// the radius plus the path, so far more than rounding) cannot give a wall
+// impact this step: walls() would find none, and is skipped.
+inline bool ContinuousSolver::clear_of_walls(const Cold& c) const {
+  if (!box_.walled) return true;
+  if (all_pairs_ || hot_.size() < 2) return false;
+  const double m = 2.0 * c.ext;
+  return c.cx - m > box_.min.x && c.cx + m < box_.max.x && c.cy - m > box_.min.y && c.cy + m < box_.max.y;
+}
+
 template <class Partners>
 void ContinuousSolver::predict_with(std::uint32_t i, double now, bool keep, Partners&& partners) {
   const Hot& bi = hot_[i];
   double best_t = keep ? cold_[i].ev_t : kInf;
   std::uint32_t best = keep ? cold_[i].ev_partner : kNone;
-  std::uint64_t best_key = best != kNone ? key_of(i, best) : ~std::uint64_t{0};
+  // Keys only break ties of time (a finite time ties only with a set best).
   auto consider = [&](double t, std::uint32_t partner) {
     if (t > dt_) return;
     t = std::max(t, now);
-    if (t > best_t) return;
-    const std::uint64_t key = key_of(i, partner);
-    if (t < best_t || key < best_key) {
+    if (t < best_t || (t == best_t && key_of(i, partner) < key_of(i, best))) {
       best_t = t;
-      best_key = key;
       best = partner;
     }
   };
@@ -343,12 +398,12 @@ void ContinuousSolver::predict_with(std::uint32_t i, double now, bool keep, Part
   partners([&](std::uint32_t j, double t) {
     if (t >= 0.0) consider(t, j);
   }, [&] { return std::min(best_t, dt_); });
-  walls(bi, std::min(best_t, dt_), consider);
+  if (!clear_of_walls(cold_[i])) walls(bi, std::min(best_t, dt_), consider);
   Cold& c = cold_[i];
   c.ev_t = best_t;
   c.ev_partner = best;
   c.ev_pcount = best < kWallCodeMinX ? hot_[best].count : 0;
-  ++version_[i];
+  ++c.version;
 }
 
 void ContinuousSolver::predict(std::uint32_t i, double now) {
@@ -370,7 +425,7 @@ void ContinuousSolver::predict(std::uint32_t i, double now) {
       // The neighbours are near in memory but rarely in cache: ask for all of
       // them at once.
       const std::uint32_t r0 = cold_[i].row_begin, r1 = cold_[i].row_end;
-      for (std::uint32_t k = r0; k < r1; ++k) __builtin_prefetch(&hot_[col_[k]]);
+      for (std::uint32_t k = r0; k < r1; ++k) prefetch(&hot_[col_[k]]);
       for (std::uint32_t k = r0; k < r1; ++k) partner(col_[k]);
       for (std::uint32_t e = cold_[i].extra; e != kNone; e = extra_[e].second) partner(extra_[e].first);
     }
@@ -395,7 +450,7 @@ inline bool later(double ta, std::uint64_t ka, double tb, std::uint64_t kb) {
 void ContinuousSolver::schedule(std::uint32_t i) {
   const Cold& c = cold_[i];
   if (c.ev_t == kInf) return;
-  const Due d{c.ev_t, key_of(i, c.ev_partner), i, version_[i]};
+  const Due d{c.ev_t, key_of(i, c.ev_partner), i, c.version, c.ev_partner, 0};
   const auto b = std::min(bucket_head_.size() - 1, static_cast<std::size_t>(c.ev_t * bucket_scale_));
   if (b <= bucket_now_) {
     due_.push_back(d);
@@ -414,12 +469,13 @@ bool ContinuousSolver::next_event(Due* out) {
       std::pop_heap(due_.begin(), due_.end(), cmp);
       const Due d = due_.back();
       due_.pop_back();
-      if (version_[d.body] != d.version) continue;  // predicted again since
+      if (cold_[d.body].version != d.version) continue;  // predicted again since
       *out = d;
       return true;
     }
     // Open the next bucket that has entries.
     if (++bucket_now_ >= bucket_head_.size()) return false;
+    prefetch_ahead(bucket_now_);
     due_.insert(due_.end(), initial_.begin() + bucket_start_[bucket_now_],
                 initial_.begin() + bucket_start_[bucket_now_ + 1]);
     for (std::uint32_t e = bucket_head_[bucket_now_]; e != kNone; e = entries_[e].next)
@@ -429,12 +485,70 @@ bool ContinuousSolver::next_event(Due* out) {
   }
 }
 
+// The event loop waits on memory: the bodies of an event are spread over the
+// whole body array. Opening a bucket asks for what the buckets a little ahead
+// will read, in stages, each stage reading only what the previous one
+// fetched: the calendar's list node; the owner's and partner's lines; their
+// neighbour lists; the neighbours. Hints only: nothing here changes state.
+void ContinuousSolver::prefetch_ahead(std::size_t now) {
+  constexpr std::size_t kLead = kPrefetchLead;
+  const std::size_t nb = bucket_head_.size();
+  auto each = [&](std::size_t bp, auto&& f) {
+    if (bp >= nb) return;
+    for (std::uint32_t k = bucket_start_[bp]; k < bucket_start_[bp + 1]; ++k) f(initial_[k]);
+    for (std::uint32_t e = bucket_head_[bp]; e != kNone; e = entries_[e].next) f(entries_[e].due);
+  };
+  auto rows = [&](std::uint32_t i, auto&& f) {
+    const Cold& c = cold_[i];
+    f(c.row_begin, c.row_end);
+  };
+  // Stage 3: the neighbours of both bodies.
+  each(now + kLead, [&](const Due& d) {
+    if (cold_[d.body].version != d.version) return;
+    rows(d.body, [&](std::uint32_t r0, std::uint32_t r1) {
+      for (std::uint32_t k = r0; k < r1; ++k) prefetch(&hot_[col_[k]]);
+    });
+    if (d.partner < kWallCodeMinX)
+      rows(d.partner, [&](std::uint32_t r0, std::uint32_t r1) {
+        for (std::uint32_t k = r0; k < r1; ++k) prefetch(&hot_[col_[k]]);
+      });
+  });
+  // Stage 2: their neighbour lists.
+  each(now + 2 * kLead, [&](const Due& d) {
+    if (cold_[d.body].version != d.version) return;
+    rows(d.body, [&](std::uint32_t r0, std::uint32_t r1) {
+      if (r0 < r1) {
+        prefetch(&col_[r0]);
+        prefetch(&col_[r1 - 1]);
+      }
+    });
+    if (d.partner < kWallCodeMinX)
+      rows(d.partner, [&](std::uint32_t r0, std::uint32_t r1) {
+        if (r0 < r1) {
+          prefetch(&col_[r0]);
+          prefetch(&col_[r1 - 1]);
+        }
+      });
+  });
+  // Stage 1: the two bodies.
+  each(now + 3 * kLead, [&](const Due& d) {
+    prefetch(&hot_[d.body]);
+    prefetch(&cold_[d.body]);
+    if (d.partner < kWallCodeMinX) {
+      prefetch(&hot_[d.partner]);
+      prefetch(&cold_[d.partner]);
+    }
+  });
+  // Stage 0: the head of the bucket's list.
+  const std::size_t b0 = now + 4 * kLead;
+  if (b0 < nb && bucket_head_[b0] != kNone) prefetch(&entries_[bucket_head_[b0]]);
+}
+
 void ContinuousSolver::offer(std::uint32_t x, double t, std::uint32_t partner) {
   if (t > dt_) return;
   Cold& c = cold_[x];
-  if (t > c.ev_t) return;
-  const std::uint64_t key = key_of(x, partner);
-  if (t < c.ev_t || key < key_of(x, c.ev_partner)) {
+  // Keys only break ties of time (a finite time ties only with a set event).
+  if (t < c.ev_t || (t == c.ev_t && key_of(x, partner) < key_of(x, c.ev_partner))) {
     c.ev_t = t;
     c.ev_partner = partner;
   }
@@ -471,7 +585,7 @@ void ContinuousSolver::predict_events() {
       for (std::size_t kk = k0; kk < k1; ++kk) {
         const auto k = static_cast<std::uint32_t>(kk);
         const double x = gx_[k], y = gy_[k], e = ge_[k];
-        walls(hot_[k], dt_, [&](double t, std::uint32_t code) { offer(k, t, code); });
+        if (!clear_of_walls(cold_[k])) walls(hot_[k], dt_, [&](double t, std::uint32_t code) { offer(k, t, code); });
         // Overlapping candidates first, without a branch per candidate.
         std::size_t nhits = 0;
         auto scan = [&](std::uint32_t q0, std::uint32_t q1) {
@@ -494,6 +608,17 @@ void ContinuousSolver::predict_events() {
           }
         };
         const std::int64_t cx = grid_coord(x, grid_inv_), cy = grid_coord(y, grid_inv_);
+        // The row above is met again a row of bodies later, long out of
+        // cache: ask for the bodies a little ahead there.
+        {
+          const std::uint32_t ahead = grid_start_[torus(cx - 1, cy + 1)] + kRowAhead;
+          if (ahead + 1 < ng) {
+            prefetch(&hot_[ahead]);
+            prefetch(&hot_[ahead + 1]);
+            prefetch(&cold_[ahead]);
+            prefetch(&cold_[ahead + 1]);
+          }
+        }
         scan_row(cx, cx + 1, cy, true);
         scan_row(cx - 1, cx + 1, cy + 1, false);
         for (std::size_t h = 0; h < nhits; ++h) {
@@ -528,31 +653,7 @@ void ContinuousSolver::predict_events() {
         col_[fill_[a]++] = c;
         col_[fill_[c]++] = a;
       }
-    for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
-      for (std::size_t i = i0; i < i1; ++i) {
-        cold_[i].row_begin = row_[i];
-        cold_[i].row_end = row_[i + 1];
-      }
-    });
     candidate_pairs_ = pairs + extra_.size() / 2;
-    // Each body's earliest event: the grid's pairs above, then the pairs found
-    // by queries and the walls.
-    for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
-      for (std::size_t i = i0; i < i1; ++i) {
-        const auto me = static_cast<std::uint32_t>(i);
-        if (i < ng && cold_[i].extra == kNone) {
-          // Pairs and walls done above.
-          Cold& c = cold_[i];
-          c.ev_pcount = c.ev_partner < kWallCodeMinX ? hot_[c.ev_partner].count : 0;
-          ++version_[i];
-          continue;
-        }
-        predict_with(me, 0.0, true, [&](auto&& found, auto&& limit) {
-          for (std::uint32_t e = cold_[me].extra; e != kNone; e = extra_[e].second)
-            found(extra_[e].first, pair_time(me, extra_[e].first, limit()));
-        });
-      }
-    });
   }
   // About two bodies' events per bucket.
   const std::size_t buckets = std::clamp<std::size_t>(std::bit_ceil(std::max<std::size_t>(n, 1)) / 2, 64, 1u << 20);
@@ -561,19 +662,43 @@ void ContinuousSolver::predict_events() {
   bucket_now_ = 0;
   entries_.clear();
   due_.clear();
+  auto bucket_of = [&](double t) {
+    return static_cast<std::uint32_t>(std::min(buckets - 1, static_cast<std::size_t>(t * bucket_scale_)));
+  };
+  // One pass over the bodies: their neighbour rows, the earliest event of
+  // those with neighbours found by queries (the grid's pairs and the walls
+  // are done above; everybody's counter is still 0, as ev_pcount says), and
+  // the bucket of each event.
+  first_bucket_.resize(n);
+  const bool grid_pairs = !all_pairs_ && n >= 2;
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      const auto me = static_cast<std::uint32_t>(i);
+      Cold& c = cold_[i];
+      if (grid_pairs) {
+        c.row_begin = row_[i];
+        c.row_end = row_[i + 1];
+        if (i >= grid_count_ || c.extra != kNone)
+          predict_with(me, 0.0, true, [&](auto&& found, auto&& limit) {
+            for (std::uint32_t e = cold_[me].extra; e != kNone; e = extra_[e].second)
+              found(extra_[e].first, pair_time(me, extra_[e].first, limit()));
+          });
+      }
+      first_bucket_[i] = c.ev_t != kInf ? bucket_of(c.ev_t) : kNone;
+    }
+  });
   // The start-of-step events by bucket: a counting sort in body order.
   bucket_start_.assign(buckets + 1, 0);
-  auto bucket_of = [&](double t) { return std::min(buckets - 1, static_cast<std::size_t>(t * bucket_scale_)); };
   for (std::size_t i = 0; i < n; ++i)
-    if (cold_[i].ev_t != kInf) ++bucket_start_[bucket_of(cold_[i].ev_t) + 1];
+    if (first_bucket_[i] != kNone) ++bucket_start_[first_bucket_[i] + 1];
   for (std::size_t k = 0; k < buckets; ++k) bucket_start_[k + 1] += bucket_start_[k];
   initial_.resize(bucket_start_[buckets]);
-  std::vector<std::uint32_t> fill(bucket_start_.begin(), bucket_start_.end() - 1);
+  fill_.assign(bucket_start_.begin(), bucket_start_.end() - 1);
   for (std::size_t i = 0; i < n; ++i) {
+    if (first_bucket_[i] == kNone) continue;
     const Cold& c = cold_[i];
-    if (c.ev_t != kInf)
-      initial_[fill[bucket_of(c.ev_t)]++] = {c.ev_t, key_of(static_cast<std::uint32_t>(i), c.ev_partner),
-                                             static_cast<std::uint32_t>(i), version_[i]};
+    initial_[fill_[first_bucket_[i]]++] = {c.ev_t, key_of(static_cast<std::uint32_t>(i), c.ev_partner),
+                                           static_cast<std::uint32_t>(i), c.version, c.ev_partner, 0};
   }
   due_.assign(initial_.begin(), initial_.begin() + bucket_start_[1]);
   std::make_heap(due_.begin(), due_.end(), [](const Due& l, const Due& r) { return later(l.t, l.key, r.t, r.key); });
@@ -738,13 +863,6 @@ void ContinuousSolver::process_events(const ContinuousOptions& o, const BodyStor
   while (next_event(&due)) {
     const std::uint32_t i = due.body;
     const double t = due.t;
-    // The loop waits on memory: start fetching the next due event's bodies
-    // (its owner now, its partner and neighbours once the owner is in).
-    const std::uint32_t next = due_.empty() ? kNone : due_.front().body;
-    if (next != kNone) {
-      __builtin_prefetch(&hot_[next]);
-      __builtin_prefetch(&cold_[next]);
-    }
     const Cold& ci = cold_[i];
     const std::uint32_t partner = ci.ev_partner;
     if (partner < kWallCodeMinX && hot_[partner].count != ci.ev_pcount) {
@@ -761,10 +879,6 @@ void ContinuousSolver::process_events(const ContinuousOptions& o, const BodyStor
     if (partner < kWallCodeMinX) {
       const bool lower = hot_[i].id < hot_[partner].id;
       const std::uint32_t lo = lower ? i : partner, hi = lower ? partner : i;
-      // Both bodies are predicted again below: ask for all their neighbours
-      // now, while the impact is worked out.
-      __builtin_prefetch(&cold_[partner]);
-      for (std::uint32_t k = ci.row_begin; k < ci.row_end; ++k) __builtin_prefetch(&hot_[col_[k]]);
       Hot& a = hot_[lo];
       Hot& c = hot_[hi];
       advance(a, t);
@@ -797,11 +911,6 @@ void ContinuousSolver::process_events(const ContinuousOptions& o, const BodyStor
             ++st.events_dropped;
           }
         }
-      }
-      if (next != kNone) {
-        const std::uint32_t np = cold_[next].ev_partner;
-        if (np < kWallCodeMinX) __builtin_prefetch(&hot_[np]);
-        for (std::uint32_t k = cold_[next].row_begin; k < cold_[next].row_end; ++k) __builtin_prefetch(&hot_[col_[k]]);
       }
       ++a.count;
       ++c.count;
@@ -843,9 +952,14 @@ void ContinuousSolver::process_events(const ContinuousOptions& o, const BodyStor
 void ContinuousSolver::finish_step(BodyStore& b) const {
   const Bounds box = box_;
   const double end = dt_;
-  for_blocks(hot_.size(), kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
+  // In storage order (the body store is written in order); the bodies' lines
+  // are asked for a little ahead.
+  constexpr std::size_t kAhead = 16;
+  const std::size_t n = hot_.size();
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
     for (std::size_t i = i0; i < i1; ++i) {
-      const Hot& s = hot_[i];
+      if (i + kAhead < i1) prefetch(&hot_[loop_of_[i + kAhead]]);
+      const Hot& s = hot_[loop_of_[i]];
       double x = s.x + s.vx * (end - s.t);
       double y = s.y + s.vy * (end - s.t);
       if (box.walled) {
@@ -853,10 +967,10 @@ void ContinuousSolver::finish_step(BodyStore& b) const {
         x = std::clamp(x, box.min.x + s.r, box.max.x - s.r);
         y = std::clamp(y, box.min.y + s.r, box.max.y - s.r);
       }
-      b.x[s.id] = x;
-      b.y[s.id] = y;
-      b.vx[s.id] = s.vx;
-      b.vy[s.id] = s.vy;
+      b.x[i] = x;
+      b.y[i] = y;
+      b.vx[i] = s.vx;
+      b.vy[i] = s.vy;
     }
   });
 }

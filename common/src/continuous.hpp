@@ -92,7 +92,8 @@ class ContinuousSolver {
     double m;
     double cx, cy, ext;  // registered swept disc
     double ev_t;         // its event: time (infinity: none this step)
-    std::uint32_t ev_partner, ev_pcount, spare;
+    std::uint32_t ev_partner, ev_pcount;
+    std::uint32_t version;         // predictions made this step: a calendar entry with another is stale
     std::uint32_t extra;           // head of its list of neighbours found by queries
     std::uint32_t row_begin, row_end;  // its neighbours from the grid: col_[row_begin, row_end)
   };
@@ -105,6 +106,7 @@ class ContinuousSolver {
     double t;
     std::uint64_t key;
     std::uint32_t body, version;
+    std::uint32_t partner, spare;  // the partner: for prefetching only
   };
   struct Entry {
     Due due;
@@ -116,11 +118,13 @@ class ContinuousSolver {
   template <class Partners>
   void predict_with(std::uint32_t i, double now, bool keep, Partners&& partners);
   void offer(std::uint32_t x, double t, std::uint32_t partner);
+  bool clear_of_walls(const Cold& c) const;
   template <class Consider>
   void walls(const Hot& bi, double limit, Consider&& consider) const;
   void predict(std::uint32_t i, double now);
   void schedule(std::uint32_t i);
   bool next_event(Due* out);
+  void prefetch_ahead(std::size_t bucket);
   void moved(std::uint32_t i, double now);
   void find_neighbours(std::uint32_t i);
   void add_neighbours(std::uint32_t i, std::uint32_t j);
@@ -135,13 +139,11 @@ class ContinuousSolver {
   std::vector<Hot> hot_;
   std::vector<Cold> cold_;
   std::vector<std::uint8_t> impacts_;  // dissipative slow impacts this step (the collapse guard)
-  // Predictions made for each body this step: a calendar entry with another
-  // version is stale. Apart from Cold so that skipping stale entries reads a
-  // small array, not a body's line.
-  std::vector<std::uint32_t> version_;
   std::vector<double> ext_;            // swept extents, storage order
   std::vector<std::uint32_t> order_;   // loop index -> storage index
+  std::vector<std::uint32_t> loop_of_; // storage index -> loop index
   std::vector<std::uint32_t> cell_;    // storage order: grid bucket, or kNone
+  std::vector<std::uint64_t> rest_;    // the bodies the grid does not hold: (bucket, storage index)
   // The grid (a spatial hash over the swept extents of all but the fastest
   // or largest bodies, one cell per body); its bodies are loop indices
   // [0, grid_count_), bucket h holding [grid_start_[h], grid_start_[h + 1]).
@@ -179,6 +181,7 @@ class ContinuousSolver {
   double bucket_scale_ = 0.0;  // buckets per second
   std::size_t bucket_now_ = 0;
   std::vector<std::uint32_t> bucket_head_, bucket_start_;
+  std::vector<std::uint32_t> first_bucket_;  // each body's start-of-step event: its bucket, or kNone
   std::vector<Due> initial_;  // the start-of-step events, by bucket (bucket_start_)
   std::vector<Entry> entries_;
   std::vector<Due> due_;  // the current bucket, a binary heap
