@@ -15,6 +15,9 @@
 #include <cstring>
 #include <span>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include "carom/proto/framing.hpp"
 
 namespace carom::server {
@@ -71,28 +74,18 @@ std::uint64_t hash_bodies(const SnapshotCapture& b) {
 
 namespace {
 
-// Protobuf wire format, just what the packed arrays need.
-constexpr std::uint32_t kWireLengthDelimited = 2;
+// Protobuf wire format, written with protobuf's own helpers: the packed
+// arrays go straight from the capture into the frame.
+using google::protobuf::io::CodedOutputStream;
+using google::protobuf::internal::WireFormatLite;
 
-std::size_t varint_size(std::uint64_t v) {
-  std::size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
+std::size_t varint_size(std::uint64_t v) { return CodedOutputStream::VarintSize64(v); }
 
 char* put_varint(char* p, std::uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
+  return reinterpret_cast<char*>(CodedOutputStream::WriteVarint64ToArray(v, reinterpret_cast<std::uint8_t*>(p)));
 }
 
-std::uint32_t tag(int field) { return static_cast<std::uint32_t>(field) << 3 | kWireLengthDelimited; }
+std::uint32_t tag(int field) { return WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED); }
 
 // A packed field of `payload` bytes (nothing at all when empty, as protobuf does).
 std::size_t packed_size(int field, std::size_t payload) {

@@ -198,9 +198,7 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
     }
   });
 
-  // 5. Pair search over fixed blocks of sorted positions. Hits go into a
-  //    small buffer without a branch (about a third of the tests hit, which a
-  //    branch would mispredict), flushed into the block's list. With a single
+  // 5. Pair search over fixed blocks of sorted positions. With a single
   //    occupied level (equal radii) no level needs checking.
   out.blocks.resize(nb);
   const bool one_level = std::has_single_bit(levels);
@@ -223,13 +221,6 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
       local = {};
       local.reserve(expected);
     }
-    constexpr std::uint32_t kBuffer = 512;
-    Pair buffer[kBuffer];
-    std::uint32_t buffered = 0;
-    auto flush = [&] {
-      local.insert(local.end(), buffer, buffer + buffered);
-      buffered = 0;
-    };
     auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bucket_end[h - 1]; };
     // Partners of p among sorted positions [q, end) on level `level`.
     //
@@ -241,20 +232,10 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
       if (q >= end) return;
       const double px = sx[p], py = sy[p], pe = extent_at(p);
       const std::uint32_t i = sorted[p];
-      if (end - q > kBuffer - buffered) flush();
-      if (end - q > kBuffer) {  // a crowded run: the plain loop
-        for (; q < end; ++q) {
-          if (slevel[q] == level && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
-            const std::uint32_t j = sorted[q];
-            local.push_back(Pair{std::min(i, j), std::max(i, j)});
-          }
-        }
-        return;
-      }
       for (; q < end; ++q) {
         if ((one_level || slevel[q] == level) && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
           const std::uint32_t j = sorted[q];
-          buffer[buffered++] = Pair{std::min(i, j), std::max(i, j)};
+          local.push_back(Pair{std::min(i, j), std::max(i, j)});
         }
       }
     };
@@ -289,7 +270,6 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
         for (std::int64_t dy = -1; dy <= 1; ++dy) scan_row(p, l, ux - 1, ux + 1, uy + dy, false);
       }
     }
-    flush();
   });
 
   for (const auto& blk : out.blocks) out.count += blk.size();

@@ -185,29 +185,35 @@ constexpr std::size_t kIslandChunk = 64;
 constexpr std::uint32_t kIslandBackoff = 16;  // contacts per parallel task, roughly
 
 // Runs fn(contacts of island, walls of island) for every island, islands in
-// parallel. Returns the sum of fn's results.
+// parallel (they share no body, so any split gives the same bits).
 template <class Fn>
-std::uint64_t for_islands(const ContactIslands& is, Fn&& fn) {
+void for_islands(const ContactIslands& is, Fn&& fn) {
   const std::size_t n = is.size();
-  if (n == 0) return 0;
+  if (n == 0) return;
   const std::size_t per_task = std::max<std::size_t>(1, n * kIslandChunk / std::max<std::size_t>(is.order.size(), 1));
-  std::atomic<std::uint64_t> total{0};
   for_blocks(n, per_task, [&](std::size_t k0, std::size_t k1, std::size_t) {
-    std::uint64_t count = 0;
     for (std::size_t k = k0; k < k1; ++k) {
-      count += fn(std::span<const std::uint32_t>(is.order.data() + is.begin[k], is.begin[k + 1] - is.begin[k]),
-                  std::span<const std::uint32_t>(is.walls.data() + is.walls_begin[k],
-                                                 is.walls_begin[k + 1] - is.walls_begin[k]));
+      fn(std::span<const std::uint32_t>(is.order.data() + is.begin[k], is.begin[k + 1] - is.begin[k]),
+         std::span<const std::uint32_t>(is.walls.data() + is.walls_begin[k], is.walls_begin[k + 1] - is.walls_begin[k]));
     }
-    if (count) total.fetch_add(count, std::memory_order_relaxed);
   });
-  return total.load();
+}
+
+// Verlet: one contact's push-apart, its implied impulse recorded. Returns
+// whether it moved anything.
+inline bool push_apart(BodyStore& b, Pair pr, Contact& ct, double inv_h) {
+  const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
+  const double corr = apply_position(b, pr, ct);
+  if (corr == 0.0) return false;
+  ct.impulse += b.m[pr.b] * fa * corr * inv_h;
+  ct.state = kCollided;
+  return true;
 }
 
 // The discrete velocity passes of one island (or, by rounds, of all
 // contacts): what resolve_contacts documents, per island.
 template <class Contacts_, class Walls_>
-std::uint64_t solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo,
+void solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo,
                            bool warmed, const Params& p, double resting,
                            const Contacts_& cs, const Walls_& ws) {
   const double e = p.restitution;
@@ -222,28 +228,17 @@ std::uint64_t solve_island(BodyStore& b, std::span<const Pair> pairs, std::vecto
   }
   for (const std::uint32_t c : cs)
     if (geo[c].state == kCollided) solve_velocity(b, pairs[c], geo[c], geo[c].bounce);
-  return 0;
 }
 
 // Verlet: the position passes of one island.
 template <class Contacts_>
-std::uint64_t push_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo, const Params& p,
-                          double inv_h, const Contacts_& cs) {
+void push_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo, const Params& p, double inv_h,
+                 const Contacts_& cs) {
   for (int it = 0; it < p.iterations; ++it) {
     bool moved = false;
-    for (const std::uint32_t c : cs) {
-      Contact& ct = geo[c];
-      const Pair pr = pairs[c];
-      const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
-      const double corr = apply_position(b, pr, ct);
-      if (corr == 0.0) continue;
-      ct.impulse += b.m[pr.b] * fa * corr * inv_h;
-      ct.state = kCollided;
-      moved = true;
-    }
+    for (const std::uint32_t c : cs) moved |= push_apart(b, pairs[c], geo[c], inv_h);
     if (!moved) break;
   }
-  return 0;
 }
 
 }  // namespace
@@ -280,11 +275,11 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
           for (std::size_t w = w0; w < w1; ++w) apply_walls(b, is.lone_walls[w]);
         });
       for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t> ws) {
-        return solve_island(b, pairs, geo, warmed, p, resting, cs, ws);
+        solve_island(b, pairs, geo, warmed, p, resting, cs, ws);
       });
     } else {
       for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t>) {
-        return push_island(b, pairs, geo, p, inv_h, cs);
+        push_island(b, pairs, geo, p, inv_h, cs);
       });
     }
   } else {
@@ -321,16 +316,8 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
       });
     } else {
       for (int it = 0; it < p.iterations; ++it) {
-        const std::uint64_t moved = for_rounds(s, [&](std::uint32_t c) {
-          Contact& ct = geo[c];
-          const Pair pr = pairs[c];
-          const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
-          const double corr = apply_position(b, pr, ct);
-          if (corr == 0.0) return 0u;
-          ct.impulse += b.m[pr.b] * fa * corr * inv_h;
-          ct.state = kCollided;
-          return 1u;
-        });
+        const std::uint64_t moved =
+            for_rounds(s, [&](std::uint32_t c) { return push_apart(b, pairs[c], geo[c], inv_h) ? 1u : 0u; });
         if (moved == 0) break;
       }
     }
@@ -394,7 +381,6 @@ void correct_positions(BodyStore& b, Contacts& contacts, const Params& p) {
         for (const std::uint32_t c : cs) moved |= apply_position(b, pairs[c], geo[c], kPositionCorrection, box) > 0.0;
         if (!moved) break;
       }
-      return 0u;
     });
     return;
   }
