@@ -12,18 +12,26 @@
 //
 // Discrete (sequential impulses): with fa = m_a / (m_a + m_b) and
 // fb = m_b / (m_a + m_b), changing the relative normal velocity u = u_b - u_a
-// by du moves u_a by -fb du and u_b by +fa du (momentum unchanged). An impact
-// (approach faster than the resting speed) aims for u' = -e u, which in one
-// pass is the textbook 1D result u_a' = u_a + (1 + e) fb u, written in mass
-// fractions so equal masses give fractions of exactly 1/2. Resting contacts
-// aim for u' = 0 and start from last substep's accumulated change (warm
-// starting), which is what lets a tall pile carry its weight: without it,
-// support climbs one contact per pass and the pile "falls" in place while the
-// position correction hides it. Passes repeat up to Params::iterations until
-// nothing changes, the accumulated change kept >= 0, and restitution is
-// applied once to the impacts. After integrate_positions, correct_positions
-// runs three passes that each remove half the overlap left along each normal,
-// moving a by fb and b by fa of it: positions only, no kinetic energy added.
+// by du moves u_a by -fb du and u_b by +fa du (momentum unchanged). Two kinds
+// of passes, each repeated up to Params::iterations until nothing acts:
+//  1. Impacts. A pair approaching faster than the resting speed collides as an
+//     isolated pair would: u becomes -e u, the textbook 1D result written in
+//     mass fractions so equal masses give fractions of exactly 1/2. Walls
+//     reflect the same way. Each impact is a whole two-body collision, so with
+//     e = 1 each conserves kinetic energy and so does any cluster of them (a
+//     blow passes down a row of touching bodies, as in Newton's cradle).
+//     Relaxing a cluster as one inelastic block and adding the bounce after
+//     (Box2D's way) loses energy whenever three bodies meet in a substep: an
+//     elastic gas would cool by a third in half a minute.
+//  2. Resting contacts. Whatever still approaches (slower than the resting
+//     speed, or left by the iteration cap) is brought to u = 0, starting from
+//     last substep's accumulated change (warm starting), which is what lets a
+//     tall pile carry its weight: without it, support climbs one contact per
+//     pass and the pile "falls" in place while the position correction hides
+//     it. The accumulated change is kept >= 0, and does not include impacts.
+// After integrate_positions, correct_positions runs three passes that each
+// remove half the overlap left along each normal, moving a by fb and b by fa
+// of it: positions only, no kinetic energy added.
 // Verlet: the same position correction, Params::iterations passes;
 // velocities follow from the motion.
 
@@ -61,17 +69,28 @@ inline double normal_velocity(const BodyStore& b, Pair p, const Contact& ct) {
   return (b.vx[p.b] - b.vx[p.a]) * ct.nx + (b.vy[p.b] - b.vy[p.a]) * ct.ny;
 }
 
-// Start of the discrete passes, from the velocities before any contact acts
-// (so a neighbour's warm start cannot change what a pair is). Every contact
-// aims for a relative normal velocity >= 0. A pair approaching faster than the
-// resting speed is an impact: after the passes its relative normal velocity is
-// raised to -e times its approach (restitution).
-inline void classify(const BodyStore& b, Pair p, Contact& ct, double e, double resting) {
-  const double un = normal_velocity(b, p, ct);
-  const bool impact = un < -resting;
+// Start of the discrete passes: nothing accumulated yet, not an impact (yet).
+inline void classify(Contact& ct) {
   ct.accum = 0.0;
-  ct.state = impact ? kCollided : kTouching;
-  ct.bounce = impact ? -e * un : 0.0;
+  ct.bounce = 0.0;
+  ct.state = kTouching;
+}
+
+// An impact: a pair approaching faster than the resting speed collides as an
+// isolated pair would, its relative normal velocity u becoming -e u (the
+// textbook 1D result, u_a' = u_a + (1 + e) fb u, in mass fractions so equal
+// masses give fractions of exactly 1/2). Every impact is a whole two-body
+// collision, so with e = 1 each one conserves kinetic energy exactly, however
+// many bodies meet in one substep (a body hit while touching two others passes
+// the blow on, as in Newton's cradle). Returns whether it fired.
+inline bool impact(BodyStore& b, Pair p, Contact& ct, double e, double resting) {
+  const double un = normal_velocity(b, p, ct);
+  if (!(un < -resting)) return false;
+  const double du = -(1.0 + e) * un;
+  push_velocity(b, p, ct, du);
+  ct.bounce += du;
+  ct.state = kCollided;
+  return true;
 }
 
 // Resting contacts start from last substep's accumulated change: what lets
@@ -138,14 +157,17 @@ inline double apply_position(BodyStore& b, Pair p, const Contact& ct, double bet
   return -sep;
 }
 
-// A wall is an infinitely heavy partner: the velocity into it is removed.
-// (Its bounce, with restitution, happened when integrate_positions clamped.)
-inline bool apply_walls(BodyStore& b, std::uint32_t entry) {
+// A wall is an infinitely heavy partner. Impact passes: a velocity into it
+// faster than the resting speed is reflected with restitution (a contact
+// pushed the body back into the wall it bounced off in integrate_positions).
+// Resting passes: the velocity into it is removed.
+inline bool apply_walls(BodyStore& b, std::uint32_t entry, double e = 0.0, double resting = -1.0) {
   const std::uint32_t i = entry >> 4;
   bool hit = false;
   auto axis = [&](double& v, bool lo, bool hi) {
     if ((lo && v < 0.0) || (hi && v > 0.0)) {
-      v = 0.0;
+      if (resting >= 0.0 && !(std::abs(v) > resting)) return;
+      v = resting >= 0.0 ? -e * v : 0.0;
       hit = true;
     }
   };
@@ -217,7 +239,13 @@ void solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact
                            bool warmed, const Params& p, double resting,
                            const Contacts_& cs, const Walls_& ws) {
   const double e = p.restitution;
-  for (const std::uint32_t c : cs) classify(b, pairs[c], geo[c], e, resting);
+  for (const std::uint32_t c : cs) classify(geo[c]);
+  for (int it = 0; it < p.iterations; ++it) {
+    bool fired = false;
+    for (const std::uint32_t entry : ws) fired |= apply_walls(b, entry, e, resting);
+    for (const std::uint32_t c : cs) fired |= impact(b, pairs[c], geo[c], e, resting);
+    if (!fired) break;
+  }
   if (warmed)
     for (const std::uint32_t c : cs) warm_start(b, pairs[c], geo[c]);
   for (int it = 0; it < p.iterations; ++it) {
@@ -226,8 +254,6 @@ void solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact
     for (const std::uint32_t c : cs) changed |= solve_velocity(b, pairs[c], geo[c], 0.0);
     if (!changed) break;
   }
-  for (const std::uint32_t c : cs)
-    if (geo[c].state == kCollided) solve_velocity(b, pairs[c], geo[c], geo[c].bounce);
 }
 
 // Verlet: the position passes of one island.
@@ -272,7 +298,10 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
       // Bodies against a wall and in no contact: one pass does all there is.
       if (p.iterations > 0)
         for_blocks(is.lone_walls.size(), kBlock, [&](std::size_t w0, std::size_t w1, std::size_t) {
-          for (std::size_t w = w0; w < w1; ++w) apply_walls(b, is.lone_walls[w]);
+          for (std::size_t w = w0; w < w1; ++w) {
+            apply_walls(b, is.lone_walls[w], p.restitution, resting);
+            apply_walls(b, is.lone_walls[w]);
+          }
         });
       for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t> ws) {
         solve_island(b, pairs, geo, warmed, p, resting, cs, ws);
@@ -287,8 +316,24 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
     contacts.rounds = static_cast<std::uint32_t>(s.rounds());
     if (discrete) {
       for_blocks(geo.size(), kBlock, [&](std::size_t c0, std::size_t c1, std::size_t) {
-        for (std::size_t c = c0; c < c1; ++c) classify(b, pairs[c], geo[c], e, resting);
+        for (std::size_t c = c0; c < c1; ++c) classify(geo[c]);
       });
+      // One pass: walls (each touches one body: parallel), then the contacts
+      // round by round. Returns how many acted.
+      auto pass = [&](auto&& wall, auto&& contact) {
+        std::atomic<std::uint64_t> wall_hits{0};
+        for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
+          std::uint64_t count = 0;
+          for (std::uint32_t entry : walls.blocks[blk]) count += wall(entry);
+          if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
+        });
+        return wall_hits.load() + for_rounds(s, [&](std::uint32_t c) { return contact(c) ? 1u : 0u; });
+      };
+      for (int it = 0; it < p.iterations; ++it) {
+        if (pass([&](std::uint32_t entry) { return apply_walls(b, entry, e, resting); },
+                 [&](std::uint32_t c) { return impact(b, pairs[c], geo[c], e, resting); }) == 0)
+          break;
+      }
       if (warmed) {
         for_rounds(s, [&](std::uint32_t c) {
           warm_start(b, pairs[c], geo[c]);
@@ -296,24 +341,13 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
         });
       }
       for (int it = 0; it < p.iterations; ++it) {
-        // Walls first: they touch one body each (parallel), and a wall must
-        // take its share before the contacts above it look at their velocity,
-        // or a warm-started contact would see separation and let go.
-        std::atomic<std::uint64_t> wall_hits{0};
-        for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
-          std::uint64_t count = 0;
-          for (std::uint32_t entry : walls.blocks[blk]) count += apply_walls(b, entry);
-          if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
-        });
-        const std::uint64_t changed = wall_hits.load() + for_rounds(s, [&](std::uint32_t c) {
-                                        return solve_velocity(b, pairs[c], geo[c], 0.0) ? 1u : 0u;
-                                      });
-        if (changed == 0) break;
+        // Walls first: a wall must take its share before the contacts above
+        // it look at their velocity, or a warm-started contact would see
+        // separation and let go.
+        if (pass([&](std::uint32_t entry) { return apply_walls(b, entry); },
+                 [&](std::uint32_t c) { return solve_velocity(b, pairs[c], geo[c], 0.0); }) == 0)
+          break;
       }
-      // Restitution, once, for the impacts.
-      for_rounds(s, [&](std::uint32_t c) {
-        return geo[c].state == kCollided && solve_velocity(b, pairs[c], geo[c], geo[c].bounce) ? 1u : 0u;
-      });
     } else {
       for (int it = 0; it < p.iterations; ++it) {
         const std::uint64_t moved =
@@ -328,7 +362,7 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
     contacts.warm.clear();
     for (std::size_t c = 0; c < geo.size(); ++c) {
       Contact& ct = geo[c];
-      ct.impulse = b.m[pairs[c].b] * (b.m[pairs[c].a] / (b.m[pairs[c].a] + b.m[pairs[c].b])) * ct.accum;
+      ct.impulse = b.m[pairs[c].b] * (b.m[pairs[c].a] / (b.m[pairs[c].a] + b.m[pairs[c].b])) * (ct.accum + ct.bounce);
       if (ct.state == kTouching && ct.accum > 0.0) {
         contacts.warm.emplace_back(ct.candidate, ct.accum);
       }

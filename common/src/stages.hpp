@@ -25,7 +25,7 @@ struct Contact {
   // Discrete: until the passes end, what the pair carried last substep (the
   // warm start, m/s), so that a contact stays 64 bytes, one cache line.
   double impulse = 0;
-  double bounce = 0;            // discrete: relative normal velocity after an impact, -e u (m/s)
+  double bounce = 0;            // discrete: normal velocity change of the impacts this substep, > 0 (m/s)
   double accum = 0;             // discrete: accumulated normal velocity change, >= 0 (m/s)
   std::uint32_t candidate = 0;  // index in the candidate pair list (warm starting)
   std::uint32_t state = 0;      // kTouching, or kCollided for an impact
@@ -111,9 +111,10 @@ void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const doub
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts& contacts, bool touching_counts);
 
 /// Orders the contacts by the minimum-ordering rule and applies them round by
-/// round. Discrete: up to `iterations` velocity passes (normal impulse with
-/// restitution on approaching pairs, then the walls), then one position
-/// correction pass; Verlet: `iterations` position passes. Returns the number
+/// round. Discrete: up to `iterations` impact passes (walls, then each pair
+/// approaching faster than `resting` collides as an isolated pair with
+/// restitution), then up to `iterations` resting passes (approaches brought to
+/// 0, warm-started); Verlet: `iterations` position passes. Returns the number
 /// of contacts that collided (changed velocities or, for Verlet, positions).
 std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
                                double resting, double h);
