@@ -70,6 +70,88 @@ struct Hash {
   }
 };
 
+// What the pair search reads. Each block takes it by value: reached through
+// the captures of nested lambdas, every pointer was reloaded from memory after
+// each pair was stored (the store might have changed it, as far as the
+// compiler could tell), which cost the search a third of its time.
+struct SearchInput {
+  const double* sx;
+  const double* sy;
+  const double* se;  // sorted extents; unused when all are equal (emin)
+  const std::uint8_t* slevel;
+  const std::uint32_t* sorted;
+  const std::uint32_t* bucket_end;
+  double emin;
+  std::uint32_t levels;  // bit k set when level k holds a body
+  Hash hash;
+  const Grid* grid;
+};
+
+// The pairs of sorted positions [p0, p1) with their partners (see the file
+// comment for which cells are scanned), appended to `local` in order.
+template <bool Uniform, bool OneLevel>
+void search_block(const SearchInput in, std::size_t p0, std::size_t p1, std::vector<Pair>& local) {
+  const double* const sx = in.sx;
+  const double* const sy = in.sy;
+  const double* const se = in.se;
+  const std::uint8_t* const slevel = in.slevel;
+  const std::uint32_t* const sorted = in.sorted;
+  const std::uint32_t* const bucket_end = in.bucket_end;
+  const Hash hash = in.hash;
+  const Grid& g = *in.grid;
+  auto extent_at = [&](std::uint32_t p) { return Uniform ? in.emin : se[p]; };
+  auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bucket_end[h - 1]; };
+  // Partners of p among sorted positions [q, end) on level `level`.
+  //
+  // Only the level is checked, not the cell: a body of that level in these
+  // buckets is either in the scanned cells or in a cell that shares their
+  // buckets, W or H cells away, which the distance test rejects. The scanned
+  // bucket runs of one body never overlap (W >= 8), so nothing is met twice.
+  auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) {
+    if (q >= end) return;
+    const double px = sx[p], py = sy[p], pe = extent_at(p);
+    const std::uint32_t i = sorted[p];
+    for (; q < end; ++q) {
+      if ((OneLevel || slevel[q] == level) && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
+        const std::uint32_t j = sorted[q];
+        local.push_back(Pair{std::min(i, j), std::max(i, j)});
+      }
+    }
+  };
+  // A row of cells cx_lo..cx_hi: one run when the buckets do not wrap,
+  // else cell by cell. `after` limits the first cell to positions after p.
+  auto scan_row = [&](std::uint32_t p, std::uint32_t level, std::int64_t cx_lo, std::int64_t cx_hi, std::int64_t cy,
+                      bool after) {
+    const std::uint32_t h0 = hash(level, cx_lo, cy), h1 = hash(level, cx_hi, cy);
+    if (h1 >= h0 && h1 - h0 == cx_hi - cx_lo) {
+      scan(p, after ? p + 1 : bucket_begin(h0), bucket_end[h1], level);
+      return;
+    }
+    for (std::int64_t cx = cx_lo; cx <= cx_hi; ++cx) {
+      const std::uint32_t h = hash(level, cx, cy);
+      scan(p, (after && cx == cx_lo) ? p + 1 : bucket_begin(h), bucket_end[h], level);
+    }
+  };
+  for (std::size_t pp = p0; pp < p1; ++pp) {
+    const auto p = static_cast<std::uint32_t>(pp);
+    const std::uint32_t k = slevel[p];
+    // The same cell the hash put p in (the same function of the same values).
+    const std::int64_t cx = cell_coord(sx[p], g.inv[k]);
+    const std::int64_t cy = cell_coord(sy[p], g.inv[k]);
+    // Same level: own cell (later positions) and east; then the three cells
+    // of the row above. The other four neighbours find p themselves.
+    scan_row(p, k, cx, cx + 1, cy, true);
+    scan_row(p, k, cx - 1, cx + 1, cy + 1, false);
+    if (OneLevel) continue;
+    for (std::uint32_t up = in.levels & ~((2u << k) - 1); up != 0; up &= up - 1) {
+      const std::uint32_t l = static_cast<std::uint32_t>(std::countr_zero(up));
+      const std::int64_t ux = cell_coord(sx[p], g.inv[l]);
+      const std::int64_t uy = cell_coord(sy[p], g.inv[l]);
+      for (std::int64_t dy = -1; dy <= 1; ++dy) scan_row(p, l, ux - 1, ux + 1, uy + dy, false);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Pair> PairBlocks::flatten() const {
@@ -198,17 +280,12 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
     }
   });
 
-  // 5. Pair search over fixed blocks of sorted positions. With a single
-  //    occupied level (equal radii) no level needs checking.
+  // 5. Pair search over fixed blocks of sorted positions. With equal
+  //    extents no extent is read, with a single occupied level no level.
   out.blocks.resize(nb);
+  const SearchInput in{bp.sx.data(), bp.sy.data(), bp.se.data(), bp.slevel.data(), bp.sorted.data(),
+                       bp.bucket_end.data(), emin, levels, hash, &g};
   const bool one_level = std::has_single_bit(levels);
-  const double* sx = bp.sx.data();
-  const double* sy = bp.sy.data();
-  const double* se = bp.se.data();
-  auto extent_at = [&](std::uint32_t p) { return uniform ? emin : se[p]; };
-  const std::uint8_t* slevel = bp.slevel.data();
-  const std::uint32_t* sorted = bp.sorted.data();
-  const std::uint32_t* bucket_end = bp.bucket_end.data();
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];
     // Room for a little more than last time, allocated once: growing by
@@ -221,54 +298,12 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
       local = {};
       local.reserve(expected);
     }
-    auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bucket_end[h - 1]; };
-    // Partners of p among sorted positions [q, end) on level `level`.
-    //
-    // Only the level is checked, not the cell: a body of that level in these
-    // buckets is either in the scanned cells or in a cell that shares their
-    // buckets, W or H cells away, which the distance test rejects. The scanned
-    // bucket runs of one body never overlap (W >= 8), so nothing is met twice.
-    auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) {
-      if (q >= end) return;
-      const double px = sx[p], py = sy[p], pe = extent_at(p);
-      const std::uint32_t i = sorted[p];
-      for (; q < end; ++q) {
-        if ((one_level || slevel[q] == level) && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
-          const std::uint32_t j = sorted[q];
-          local.push_back(Pair{std::min(i, j), std::max(i, j)});
-        }
-      }
-    };
-    // A row of cells cx_lo..cx_hi: one run when the buckets do not wrap,
-    // else cell by cell. `after` limits the first cell to positions after p.
-    auto scan_row = [&](std::uint32_t p, std::uint32_t level, std::int64_t cx_lo, std::int64_t cx_hi, std::int64_t cy,
-                        bool after) {
-      const std::uint32_t h0 = hash(level, cx_lo, cy), h1 = hash(level, cx_hi, cy);
-      if (h1 >= h0 && h1 - h0 == cx_hi - cx_lo) {
-        scan(p, after ? p + 1 : bucket_begin(h0), bucket_end[h1], level);
-        return;
-      }
-      for (std::int64_t cx = cx_lo; cx <= cx_hi; ++cx) {
-        const std::uint32_t h = hash(level, cx, cy);
-        scan(p, (after && cx == cx_lo) ? p + 1 : bucket_begin(h), bucket_end[h], level);
-      }
-    };
-    for (std::size_t pp = p0; pp < p1; ++pp) {
-      const auto p = static_cast<std::uint32_t>(pp);
-      const std::uint32_t k = slevel[p];
-      // The same cell the hash put p in (the same function of the same values).
-      const std::int64_t cx = cell_coord(sx[p], g.inv[k]);
-      const std::int64_t cy = cell_coord(sy[p], g.inv[k]);
-      // Same level: own cell (later positions) and east; then the three cells
-      // of the row above. The other four neighbours find p themselves.
-      scan_row(p, k, cx, cx + 1, cy, true);
-      scan_row(p, k, cx - 1, cx + 1, cy + 1, false);
-      for (std::uint32_t up = levels & ~((2u << k) - 1); up != 0; up &= up - 1) {
-        const std::uint32_t l = static_cast<std::uint32_t>(std::countr_zero(up));
-        const std::int64_t ux = cell_coord(sx[p], g.inv[l]);
-        const std::int64_t uy = cell_coord(sy[p], g.inv[l]);
-        for (std::int64_t dy = -1; dy <= 1; ++dy) scan_row(p, l, ux - 1, ux + 1, uy + dy, false);
-      }
+    if (uniform && one_level) {
+      search_block<true, true>(in, p0, p1, local);
+    } else if (one_level) {
+      search_block<false, true>(in, p0, p1, local);
+    } else {
+      search_block<false, false>(in, p0, p1, local);
     }
   });
 

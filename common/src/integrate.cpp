@@ -53,13 +53,22 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
   const double gx = g.x * h, gy = g.y * h;
   const bool measure = !xb.empty();
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
-    double m = 0.0;
+    double* const vxs = b.vx.data();
+    double* const vys = b.vy.data();
+    const double* const xs = b.x.data();
+    const double* const ys = b.y.data();
+    const float* const xbs = xb.data();
+    const float* const ybs = yb.data();
     for (std::size_t i = i0; i < i1; ++i) {
-      b.vx[i] = b.vx[i] * damping + gx;
-      b.vy[i] = b.vy[i] * damping + gy;
-      if (measure) {
-        const double dx = b.x[i] - xb[i], dy = b.y[i] - yb[i];
-        m = std::max(m, dx * dx + dy * dy);
+      vxs[i] = vxs[i] * damping + gx;
+      vys[i] = vys[i] * damping + gy;
+    }
+    double m = 0.0;
+    if (measure) {
+      for (std::size_t i = i0; i < i1; ++i) {
+        const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
+        const double d2 = dx * dx + dy * dy;
+        m = d2 > m ? d2 : m;
       }
     }
     return m;
@@ -73,17 +82,24 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
   for_blocks(b.size(), kWallBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
     auto& touching = walls.blocks[blk];
     touching.clear();
+    // Local pointers: kept in registers across the pushes (through the
+    // BodyStore reference they were reloaded for every body).
+    double* const xs = b.x.data();
+    double* const ys = b.y.data();
+    double* const vxs = b.vx.data();
+    double* const vys = b.vy.data();
+    const double* const rs = b.r.data();
     for (std::size_t i = i0; i < i1; ++i) {
-      double x = b.x[i] + b.vx[i] * h;
-      double y = b.y[i] + b.vy[i] * h;
+      double x = xs[i] + vxs[i] * h;
+      double y = ys[i] + vys[i] * h;
       if (box.walled) {
         const std::uint32_t bits =
-            wall_axis(x, b.vx[i], b.r[i], box.min.x, box.max.x, e, resting, kWallMinX, kWallMaxX) |
-            wall_axis(y, b.vy[i], b.r[i], box.min.y, box.max.y, e, resting, kWallMinY, kWallMaxY);
+            wall_axis(x, vxs[i], rs[i], box.min.x, box.max.x, e, resting, kWallMinX, kWallMaxX) |
+            wall_axis(y, vys[i], rs[i], box.min.y, box.max.y, e, resting, kWallMinY, kWallMaxY);
         if (bits) touching.push_back(static_cast<std::uint32_t>(i) << 4 | bits);
       }
-      b.x[i] = x;
-      b.y[i] = y;
+      xs[i] = x;
+      ys[i] = y;
     }
   });
 }

@@ -45,14 +45,18 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts
   std::vector<std::uint32_t> first(nb + 1, 0);  // candidate index of each block's first pair
   for (std::size_t blk = 0; blk < nb; ++blk)
     first[blk + 1] = first[blk] + static_cast<std::uint32_t>(candidates.blocks[blk].size());
-  for_blocks(nb, kGroup, [&](std::size_t blk0, std::size_t blk1, std::size_t group) {
+  for_blocks(nb, kGroup, [&, x, y, r, slop](std::size_t blk0, std::size_t blk1, std::size_t group) {
+    // The inputs are copies here, not captured references: the compiler keeps
+    // them in registers across the stores of contacts instead of reloading.
     auto& pairs = out.block_pairs[group];
     auto& geometry = out.block_geometry[group];
     pairs.clear();
     geometry.clear();
     for (std::size_t blk = blk0; blk < blk1; ++blk) {
-      const auto& block = candidates.blocks[blk];
-      for (std::size_t k = 0; k < block.size(); ++k) {
+      const Pair* const block = candidates.blocks[blk].data();
+      const std::size_t size = candidates.blocks[blk].size();
+      const std::uint32_t first_k = first[blk];
+      for (std::size_t k = 0; k < size; ++k) {
         const Pair p = block[k];
         const double dx = x[p.b] - x[p.a];
         const double dy = y[p.b] - y[p.a];
@@ -64,7 +68,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts
         ct.state = kTouching;
         ct.px = (r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach;
         ct.py = (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach;
-        ct.candidate = first[blk] + static_cast<std::uint32_t>(k);
+        ct.candidate = first_k + static_cast<std::uint32_t>(k);
         if (d2 > 0.0) {
           const double d = std::sqrt(d2);
           ct.nx = dx / d;
