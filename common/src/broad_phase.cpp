@@ -14,6 +14,14 @@
 // the reverse): each pair is met exactly once. The hash keeps neighbouring
 // cells in neighbouring buckets, so those cells are read as contiguous runs.
 //
+// Memory: the sorted copies of the positions are floats, relative to the
+// middle of the bodies' bounding box, off by at most `delta` each. Cells and
+// levels are computed from those floats everywhere, with delta added to every
+// extent when sizing them, so partners are still never more than one cell
+// apart. The distance test decides from the floats when they are clear by the
+// rounding bound either way, and from the exact doubles in the thin band
+// between: the pair list is exactly what the double predicate gives.
+//
 // Determinism: buckets are sorted by storage index after the scatter, so the
 // sorted order is a function of the input only; pairs are written per fixed
 // block of sorted positions and concatenated in block order.
@@ -75,47 +83,74 @@ struct Hash {
 // each pair was stored (the store might have changed it, as far as the
 // compiler could tell), which cost the search a third of its time.
 struct SearchInput {
-  const double* sx;
-  const double* sy;
+  const float* sx;  // sorted positions, relative to the origin, rounded to float
+  const float* sy;
   const double* se;  // sorted extents; unused when all are equal (emin)
-  const std::uint8_t* slevel;
+  const std::uint8_t* slevel;  // sorted levels; unused with a single level
   const std::uint32_t* sorted;
   const std::uint32_t* bucket_end;
+  const double* x;  // exact positions and radii, storage order, for the band
+  const double* y;
+  const double* radius;
+  double margin;
   double emin;
+  double band;  // bound on |distance from the floats - exact distance|
   std::uint32_t levels;  // bit k set when level k holds a body
+  std::uint32_t level0;  // the lowest occupied level
   Hash hash;
   const Grid* grid;
 };
+
+// The predicate itself, for the rare pair whose rounded distance is too close
+// to call (kept out of line: the search loop stays small).
+[[gnu::noinline, gnu::cold]] bool exact_overlap(const SearchInput& in, std::uint32_t i, std::uint32_t j) {
+  return extents_overlap(in.x[i], in.y[i], in.radius[i] + in.margin, in.x[j], in.y[j], in.radius[j] + in.margin);
+}
 
 // The pairs of sorted positions [p0, p1) with their partners (see the file
 // comment for which cells are scanned), appended to `local` in order.
 template <bool Uniform, bool OneLevel>
 void search_block(const SearchInput in, std::size_t p0, std::size_t p1, std::vector<Pair>& local) {
-  const double* const sx = in.sx;
-  const double* const sy = in.sy;
+  const float* const sx = in.sx;
+  const float* const sy = in.sy;
   const double* const se = in.se;
   const std::uint8_t* const slevel = in.slevel;
   const std::uint32_t* const sorted = in.sorted;
   const std::uint32_t* const bucket_end = in.bucket_end;
   const Hash hash = in.hash;
   const Grid& g = *in.grid;
+  const double band = in.band;
   auto extent_at = [&](std::uint32_t p) { return Uniform ? in.emin : se[p]; };
   auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bucket_end[h - 1]; };
+  // Squared distances from the floats below lo2 are overlaps for sure, at or
+  // above hi2 are not (the bound, widened by the double rounding of d^2).
+  auto bounds_for = [band](double reach, double& lo2, double& hi2) {
+    lo2 = reach > band ? (reach - band) * (reach - band) * (1.0 - 1e-14) : -1.0;
+    hi2 = (reach + band) * (reach + band) * (1.0 + 1e-14);
+  };
+  double uniform_lo2 = 0.0, uniform_hi2 = 0.0;
+  if (Uniform) bounds_for(2.0 * in.emin, uniform_lo2, uniform_hi2);
   // Partners of p among sorted positions [q, end) on level `level`.
   //
   // Only the level is checked, not the cell: a body of that level in these
   // buckets is either in the scanned cells or in a cell that shares their
   // buckets, W or H cells away, which the distance test rejects. The scanned
   // bucket runs of one body never overlap (W >= 8), so nothing is met twice.
-  auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) {
+  auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) [[gnu::always_inline]] {
     if (q >= end) return;
     const double px = sx[p], py = sy[p], pe = extent_at(p);
     const std::uint32_t i = sorted[p];
     for (; q < end; ++q) {
-      if ((OneLevel || slevel[q] == level) && extents_overlap(px, py, pe, sx[q], sy[q], extent_at(q))) {
-        const std::uint32_t j = sorted[q];
-        local.push_back(Pair{std::min(i, j), std::max(i, j)});
-      }
+      if (!OneLevel && slevel[q] != level) continue;
+      const double dx = static_cast<double>(sx[q]) - px, dy = static_cast<double>(sy[q]) - py;
+      const double d2 = dx * dx + dy * dy;
+      double lo2 = uniform_lo2, hi2 = uniform_hi2;
+      if (!Uniform) bounds_for(pe + extent_at(q), lo2, hi2);
+      if (d2 >= hi2) continue;
+      const std::uint32_t j = sorted[q];
+      // In the band: the exact predicate, on the exact positions.
+      if (d2 >= lo2 && !exact_overlap(in, i, j)) continue;
+      local.push_back(Pair{std::min(i, j), std::max(i, j)});
     }
   };
   // A row of cells cx_lo..cx_hi: one run when the buckets do not wrap,
@@ -134,7 +169,7 @@ void search_block(const SearchInput in, std::size_t p0, std::size_t p1, std::vec
   };
   for (std::size_t pp = p0; pp < p1; ++pp) {
     const auto p = static_cast<std::uint32_t>(pp);
-    const std::uint32_t k = slevel[p];
+    const std::uint32_t k = OneLevel ? in.level0 : slevel[p];
     // The same cell the hash put p in (the same function of the same values).
     const std::int64_t cx = cell_coord(sx[p], g.inv[k]);
     const std::int64_t cy = cell_coord(sy[p], g.inv[k]);
@@ -161,70 +196,100 @@ std::vector<Pair> PairBlocks::flatten() const {
   return all;
 }
 
+BodyRange body_range(std::span<const double> x, std::span<const double> y, std::span<const double> radius) {
+  const std::size_t nb = block_count(x.size(), kBlock);
+  std::vector<BodyRange> ranges(nb);
+  for_blocks(x.size(), kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
+    BodyRange r;
+    for (std::size_t i = b0; i < b1; ++i) r.add(x[i], y[i], radius[i]);
+    ranges[blk] = r;
+  });
+  BodyRange all;
+  for (const BodyRange& r : ranges) all.merge(r);
+  return all;
+}
+
 void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
                 double margin, BroadPhase& bp, PairBlocks& out) {
+  find_pairs(x, y, radius, margin, body_range(x, y, radius), bp, out);
+}
+
+void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
+                double margin, const BodyRange& range, BroadPhase& bp, PairBlocks& out) {
   const std::size_t n = x.size();
   for (auto& b : out.blocks) b.clear();
   out.count = 0;
   if (n < 2) return;
   auto extent_of = [&](std::size_t i) { return radius[i] + margin; };
 
-  // Extent range: exact min/max, so independent of block grouping.
   const std::size_t nb = block_count(n, kBlock);
-  std::vector<double> bmin(nb), bmax(nb);
-  for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
-    double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
-    for (std::size_t i = b0; i < b1; ++i) {
-      lo = std::min(lo, extent_of(i));
-      hi = std::max(hi, extent_of(i));
-    }
-    bmin[blk] = lo;
-    bmax[blk] = hi;
-  });
-  const double emin = *std::min_element(bmin.begin(), bmin.end());
-  const double emax = *std::max_element(bmax.begin(), bmax.end());
+  // min(r_i + margin) = min(r_i) + margin exactly: rounding is monotone.
+  const double emin = range.rmin + margin, emax = range.rmax + margin;
+  const BodyRange& all = range;
 
-  // A hair of slack keeps "distance < e_i + e_j <= cell size" strict after
-  // rounding, so partners are never more than one cell apart.
+  // Positions are kept relative to the middle of the bounding box, rounded to
+  // float: |x - ox| <= reach, so rounding x - ox (2^-53, in double) and then
+  // to float (2^-24, relative) is off by at most delta (the tiny absolute
+  // term covers subnormal floats). All cells come from these rounded values.
+  const double ox = 0.5 * all.xmin + 0.5 * all.xmax, oy = 0.5 * all.ymin + 0.5 * all.ymax;
+  const double reach = std::max({all.xmax - ox, ox - all.xmin, all.ymax - oy, oy - all.ymin});
+  const double delta = 6.0e-8 * reach * (1.0 + 1e-9) + 1e-40;
+  auto fx = [&](std::size_t i) { return static_cast<float>(x[i] - ox); };
+  auto fy = [&](std::size_t i) { return static_cast<float>(y[i] - oy); };
+
+  // Cells are sized for extents grown by delta: two bodies whose exact
+  // extents overlap have rounded centres closer than e_i + e_j + 2 delta,
+  // which is at most the cell side of the coarser one's level. A hair of
+  // slack keeps that strict after the rounding of x / cell, so partners are
+  // never more than one cell apart.
   Grid g;
-  g.s0 = 2.0 * emin * (1.0 + 1e-9);
+  g.s0 = 2.0 * (emin + delta) * (1.0 + 1e-9);
   const double top = std::ldexp(g.s0, kMaxLevels - 1);
-  if (2.0 * emax > top) g.s0 = 2.0 * emax * (1.0 + 1e-9) / std::ldexp(1.0, kMaxLevels - 1);
+  if (2.0 * (emax + delta) > top) g.s0 = 2.0 * (emax + delta) * (1.0 + 1e-9) / std::ldexp(1.0, kMaxLevels - 1);
   for (int k = 0; k < kMaxLevels; ++k) {
     g.size[k] = std::ldexp(g.s0, k);
     g.inv[k] = 1.0 / g.size[k];
   }
+  const bool uniform = emin == emax;  // equal radii, as in a gas: no per-body extent
+  const std::uint32_t uniform_level = level_of(emin + delta, g);
+  auto level_at = [&](std::size_t i) { return uniform ? uniform_level : level_of(extent_of(i) + delta, g); };
 
   const std::uint32_t buckets = std::bit_ceil(static_cast<std::uint32_t>(std::max<std::size_t>(n, 64)));
   const Hash hash{buckets - 1, 1u << ((std::countr_zero(buckets) + 1) / 2)};
+  auto bucket_of = [&](std::size_t i, std::uint32_t k) {
+    return hash(k, cell_coord(fx(i), g.inv[k]), cell_coord(fy(i), g.inv[k]));
+  };
 
   bp.bucket_end.assign(buckets, 0);
   bp.sorted.resize(n);
   bp.sx.resize(n);
   bp.sy.resize(n);
-  // Equal extents (equal radii, as in a gas) need no per-body copy.
-  const bool uniform = emin == emax;
   if (uniform) {
     bp.se = {};
   } else {
     bp.se.resize(n);
   }
-  bp.slevel.resize(n);
 
   // 1. Bucket of every body and the bucket histogram.
   std::vector<std::uint32_t> block_levels(nb, 0);
   for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
     std::uint32_t lv = 0;
     for (std::size_t i = b0; i < b1; ++i) {
-      const std::uint32_t k = level_of(extent_of(i), g);
+      const std::uint32_t k = level_at(i);
       lv |= 1u << k;
-      const std::uint32_t h = hash(k, cell_coord(x[i], g.inv[k]), cell_coord(y[i], g.inv[k]));
-      std::atomic_ref<std::uint32_t>(bp.bucket_end[h]).fetch_add(1, std::memory_order_relaxed);
+      std::atomic_ref<std::uint32_t>(bp.bucket_end[bucket_of(i, k)]).fetch_add(1, std::memory_order_relaxed);
     }
     block_levels[blk] = lv;
   });
   std::uint32_t levels = 0;  // bit k set when level k holds a body
   for (auto lv : block_levels) levels |= lv;
+  const bool one_level = std::has_single_bit(levels);
+  // A single occupied level (equal radii) needs no per-body level.
+  if (one_level) {
+    bp.slevel = {};
+  } else {
+    bp.slevel.resize(n);
+  }
 
   // 2. Exclusive scan: bucket_end[h] becomes the start of bucket h. Two
   //    passes over fixed blocks (block sums, then offsets); integer sums, so
@@ -253,10 +318,8 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   //    The bucket is recomputed rather than stored: 4 bytes a body matter at 1M.
   for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t) {
     for (std::size_t i = b0; i < b1; ++i) {
-      const std::uint32_t k = level_of(extent_of(i), g);
-      const std::uint32_t h = hash(k, cell_coord(x[i], g.inv[k]), cell_coord(y[i], g.inv[k]));
-      const std::uint32_t slot =
-          std::atomic_ref<std::uint32_t>(bp.bucket_end[h]).fetch_add(1, std::memory_order_relaxed);
+      const std::uint32_t slot = std::atomic_ref<std::uint32_t>(bp.bucket_end[bucket_of(i, level_at(i))])
+                                     .fetch_add(1, std::memory_order_relaxed);
       bp.sorted[slot] = static_cast<std::uint32_t>(i);
     }
   });
@@ -271,11 +334,10 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
       if (end - begin > 1) std::sort(bp.sorted.begin() + begin, bp.sorted.begin() + end);
       for (std::uint32_t p = begin; p < end; ++p) {
         const std::uint32_t i = bp.sorted[p];
-        const double e = extent_of(i);
-        bp.sx[p] = x[i];
-        bp.sy[p] = y[i];
-        if (!uniform) bp.se[p] = e;
-        bp.slevel[p] = static_cast<std::uint8_t>(level_of(e, g));
+        bp.sx[p] = fx(i);
+        bp.sy[p] = fy(i);
+        if (!uniform) bp.se[p] = extent_of(i);
+        if (!one_level) bp.slevel[p] = static_cast<std::uint8_t>(level_at(i));
       }
     }
   });
@@ -283,9 +345,11 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   // 5. Pair search over fixed blocks of sorted positions. With equal
   //    extents no extent is read, with a single occupied level no level.
   out.blocks.resize(nb);
+  // |rounded distance - exact distance| <= |rounding of (dx, dy)| <= 2 sqrt(2) delta.
+  const double band = 2.0 * 1.4142135623730951 * delta * (1.0 + 1e-9);
   const SearchInput in{bp.sx.data(), bp.sy.data(), bp.se.data(), bp.slevel.data(), bp.sorted.data(),
-                       bp.bucket_end.data(), emin, levels, hash, &g};
-  const bool one_level = std::has_single_bit(levels);
+                       bp.bucket_end.data(), x.data(), y.data(), radius.data(), margin, emin, band, levels,
+                       static_cast<std::uint32_t>(std::countr_zero(levels)), hash, &g};
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];
     // Room for a little more than last time, allocated once: growing by

@@ -1,7 +1,9 @@
 #pragma once
 // Broad phase: spatial hash buckets over a multi-level uniform grid.
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -37,15 +39,46 @@ struct PairBlocks {
 struct BroadPhase {
   std::vector<std::uint32_t> bucket_end;  // per bucket: end of its run in the sorted arrays
   std::vector<std::uint32_t> sorted;      // sorted position -> storage index
-  std::vector<double> sx, sy, se;         // sorted copies of x, y, extent (se empty when all extents are equal)
-  std::vector<std::uint8_t> slevel;       // sorted grid levels (the cell follows from x, y)
+  std::vector<float> sx, sy;              // sorted positions relative to the bounding box's middle, as float
+  std::vector<double> se;                 // sorted extents (empty when all are equal)
+  std::vector<std::uint8_t> slevel;       // sorted grid levels (empty with a single level)
 };
+
+/// Exact minima and maxima over the bodies: radius and bounding box.
+struct BodyRange {
+  double rmin = std::numeric_limits<double>::infinity(), rmax = 0.0;
+  double xmin = std::numeric_limits<double>::infinity(), xmax = -std::numeric_limits<double>::infinity();
+  double ymin = std::numeric_limits<double>::infinity(), ymax = -std::numeric_limits<double>::infinity();
+  void add(double x, double y, double r) {
+    rmin = std::min(rmin, r);
+    rmax = std::max(rmax, r);
+    xmin = std::min(xmin, x);
+    xmax = std::max(xmax, x);
+    ymin = std::min(ymin, y);
+    ymax = std::max(ymax, y);
+  }
+  void merge(const BodyRange& o) {
+    rmin = std::min(rmin, o.rmin);
+    rmax = std::max(rmax, o.rmax);
+    xmin = std::min(xmin, o.xmin);
+    xmax = std::max(xmax, o.xmax);
+    ymin = std::min(ymin, o.ymin);
+    ymax = std::max(ymax, o.ymax);
+  }
+};
+
+/// The range of the bodies, one parallel pass.
+BodyRange body_range(std::span<const double> x, std::span<const double> y, std::span<const double> radius);
 
 /// All pairs i < j whose extents r_i + margin and r_j + margin overlap
 /// (extents_overlap), each exactly once, in an order that depends only on the
 /// inputs (never on the thread count). Call from inside the World's arena.
 void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
                 double margin, BroadPhase& scratch, PairBlocks& out);
+/// The same with the bodies' range already known (the world measures it in
+/// a pass it makes anyway): saves a pass over the bodies.
+void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
+                double margin, const BodyRange& range, BroadPhase& scratch, PairBlocks& out);
 
 /// The O(n^2) reference: same predicate, pairs in (a, b) order. For tests.
 std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<const double> y,

@@ -75,16 +75,16 @@ void finish_sequential(std::span<const BodyId> ids, std::span<const Pair> pairs,
   rest.clear();
 }
 
-constexpr std::uint32_t kIsland = 1u << 31;  // a root's slot, once numbered: kIsland | island (ids < 2^28)
-constexpr std::uint32_t kNone = ~0u;
+constexpr std::uint64_t kIsland = 1ull << 31;  // a root's slot, once numbered: kIsland | island (ids < 2^28)
+constexpr std::uint64_t kNone = kFree;       // the slots are ContactSchedule::reserved's
 
 // Union-find root of body i. A slot holds its parent, itself at a root, or
 // kIsland | island number at a root once islands are numbered. Compresses the path.
-std::uint32_t find_root(std::vector<std::uint32_t>& parent, std::uint32_t i) {
+std::uint32_t find_root(std::vector<std::uint64_t>& parent, std::uint32_t i) {
   std::uint32_t r = i;
-  while (!(parent[r] & kIsland) && parent[r] != r) r = parent[r];
+  while (!(parent[r] & kIsland) && parent[r] != r) r = static_cast<std::uint32_t>(parent[r]);
   while (i != r) {
-    const std::uint32_t next = parent[i];
+    const auto next = static_cast<std::uint32_t>(parent[i]);
     parent[i] = r;
     i = next;
   }
@@ -94,9 +94,9 @@ std::uint32_t find_root(std::vector<std::uint32_t>& parent, std::uint32_t i) {
 }  // namespace
 
 bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
-                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island, ContactIslands& out) {
+                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island, ContactIslands& out,
+                   std::vector<std::uint64_t>& parent) {
   const std::size_t c = pairs.size();
-  std::vector<std::uint32_t>& parent = out.parent;
   if (parent.size() < ids.size()) parent.resize(ids.size(), kNone);
   // 1. Union by smaller root (sequential: the sets are what they are anyway).
   for (const Pair p : pairs) {
@@ -112,7 +112,7 @@ bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
   for (std::size_t k = 0; k < c; ++k) {
     const std::uint32_t r = find_root(parent, pairs[k].a);
     if (!(parent[r] & kIsland)) parent[r] = kIsland | islands++;
-    out.island_of[k] = parent[r] & ~kIsland;
+    out.island_of[k] = static_cast<std::uint32_t>(parent[r] & ~kIsland);
   }
   // 3. The walls of island bodies, by island; the rest are lone.
   out.wall_island.clear();
@@ -123,7 +123,7 @@ bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
       if (parent[i] == kNone) {
         out.lone_walls.push_back(entry);
       } else {
-        out.wall_island.emplace_back(parent[find_root(parent, i)] & ~kIsland, entry);
+        out.wall_island.emplace_back(static_cast<std::uint32_t>(parent[find_root(parent, i)] & ~kIsland), entry);
       }
     }
   }
@@ -158,8 +158,8 @@ bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
   out.depth = 0;
   for (const std::uint32_t k : out.order) {
     const Pair p = pairs[k];
-    const std::uint32_t la = parent[p.a] == kNone ? 0 : parent[p.a];
-    const std::uint32_t lb = parent[p.b] == kNone ? 0 : parent[p.b];
+    const auto la = static_cast<std::uint32_t>(parent[p.a] == kNone ? 0 : parent[p.a]);
+    const auto lb = static_cast<std::uint32_t>(parent[p.b] == kNone ? 0 : parent[p.b]);
     parent[p.a] = parent[p.b] = std::max(la, lb) + 1;
     out.depth = std::max(out.depth, std::max(la, lb) + 1);
   }

@@ -48,8 +48,8 @@ struct ContactIslands {
   std::vector<std::uint32_t> walls_begin;  // island k's are walls[walls_begin[k] .. walls_begin[k+1])
   std::vector<std::uint32_t> lone_walls;   // wall entries of bodies in no contact
   std::uint32_t depth = 0;                 // rounds the rule would take: the deepest island
-  // scratch
-  std::vector<std::uint32_t> parent;  // per body: union-find parent; all ~0 between calls
+  // scratch (the per-body union-find slots are ContactSchedule::reserved:
+  // the two are never used in one substep, and 8 bytes a body matter at 1M)
   std::vector<std::uint64_t> key;
   std::vector<std::uint32_t> island_of, cursor;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> wall_island;
@@ -60,8 +60,11 @@ struct ContactIslands {
 /// Builds the islands of `pairs` and sorts the wall entries (`walls`, in
 /// per-block lists) into them. Returns false, leaving `out` unusable, when an
 /// island has more than `max_island` contacts: rounds then parallelise better.
+/// `slots` is per-body scratch, all ~0 between calls: the schedule's
+/// `reserved`, shared.
 bool build_islands(std::span<const BodyId> ids, std::span<const Pair> pairs,
-                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island, ContactIslands& out);
+                   std::span<const std::vector<std::uint32_t>> walls, std::size_t max_island, ContactIslands& out,
+                   std::vector<std::uint64_t>& slots);
 
 /// Groups `pairs` (storage indices into `ids`) into rounds: a contact enters a
 /// round when it is the minimum, in key order, among the contacts not yet

@@ -289,7 +289,7 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
   // Islands or rounds: the same rule, so the same bits (the choice is speed).
   const bool try_islands = pairs.size() < kIslandsBelow && contacts.island_backoff == 0;
   if (contacts.island_backoff > 0) --contacts.island_backoff;
-  contacts.by_islands = try_islands && build_islands(b.id, pairs, walls.blocks, kMaxIsland, contacts.islands);
+  contacts.by_islands = try_islands && build_islands(b.id, pairs, walls.blocks, kMaxIsland, contacts.islands, s.reserved);
   if (try_islands && !contacts.by_islands) contacts.island_backoff = kIslandBackoff;
   if (contacts.by_islands) {
     const ContactIslands& is = contacts.islands;

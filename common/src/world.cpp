@@ -226,51 +226,68 @@ struct WorldState {
 
 void WorldState::rebuild_pairs() {
   const std::size_t n = bodies.size();
-  constexpr std::size_t kBlock = 8192;
+  constexpr std::size_t kBlock = 2048;
   xb.resize(n);
   yb.resize(n);
+  // One pass: the rounded positions, the fastest speed, the radius sum, and
+  // the range (radii, bounding box) the broad phase needs. Exact max/min per
+  // block; the radius sum is per fixed block, in order.
+  const std::size_t nb = block_count(n, kBlock);
+  std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
+  std::vector<BodyRange> block_range(nb);
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    const double* const xs = bodies.x.data();
+    const double* const ys = bodies.y.data();
+    const double* const vxs = bodies.vx.data();
+    const double* const vys = bodies.vy.data();
+    const double* const rs = bodies.r.data();
+    float* const xbs = xb.data();
+    float* const ybs = yb.data();
+    double v2 = 0.0, rsum = 0.0;
+    BodyRange range;
+    for (std::size_t i = i0; i < i1; ++i) {
+      xbs[i] = static_cast<float>(xs[i]);
+      ybs[i] = static_cast<float>(ys[i]);
+      v2 = std::max(v2, vxs[i] * vxs[i] + vys[i] * vys[i]);
+      range.add(xs[i], ys[i], rs[i]);
+      rsum += rs[i];
+    }
+    block_v2[blk] = v2;
+    block_range[blk] = range;
+    block_rsum[blk] = rsum;
+  });
+  double vmax2 = 0.0, rsum = 0.0;
+  BodyRange range;
+  for (std::size_t k = 0; k < nb; ++k) {
+    vmax2 = std::max(vmax2, block_v2[k]);
+    range.merge(block_range[k]);
+    rsum += block_rsum[k];
+  }
+  const double rmin = n > 0 ? range.rmin : 1.0;
+  const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
   // Skin: room for the fastest body to travel about 1.5 steps before a
   // rebuild, at least 5% of the smallest radius, at most 4 mean radii (so one
   // very fast body cannot make every body a candidate of every other).
-  // Exact max/min per block; the radius sum is per fixed block, in order.
-  const std::size_t nb = block_count(n, kBlock);
-  std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0), block_xmax(nb, 0.0);
-  std::vector<double> block_rmin(nb, std::numeric_limits<double>::infinity());
-  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
-    double v2 = 0.0, rmin = std::numeric_limits<double>::infinity(), rsum = 0.0, xmax = 0.0;
-    for (std::size_t i = i0; i < i1; ++i) {
-      xb[i] = static_cast<float>(bodies.x[i]);
-      yb[i] = static_cast<float>(bodies.y[i]);
-      xmax = std::max({xmax, std::abs(bodies.x[i]), std::abs(bodies.y[i])});
-      v2 = std::max(v2, bodies.vx[i] * bodies.vx[i] + bodies.vy[i] * bodies.vy[i]);
-      rmin = std::min(rmin, bodies.r[i]);
-      rsum += bodies.r[i];
-    }
-    block_v2[blk] = v2;
-    block_xmax[blk] = xmax;
-    block_rmin[blk] = rmin;
-    block_rsum[blk] = rsum;
-  });
-  double vmax2 = 0.0, rmin = 1.0, rsum = 0.0;
-  if (n > 0) {
-    vmax2 = *std::max_element(block_v2.begin(), block_v2.end());
-    rmin = *std::min_element(block_rmin.begin(), block_rmin.end());
-    for (double v : block_rsum) rsum += v;
-  }
-  const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
   skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, 0.05 * rmin, std::max(0.05 * rmin, 4.0 * rmean));
   // Storage indices are stale after an edit; warm values are kept only
   // across rebuilds caused by motion (or come from restore_solver_state).
   const WarmByIds warm = warm_by_ids();
   pending_warm.reset();
-  find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, broad, pairs);
+  if (n > 0) {
+    find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, range, broad, pairs);
+  } else {
+    find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, broad, pairs);
+  }
   restore_warm(bodies, pairs, warm, contacts);
   edited = false;
   max_disp2 = 0.0;
   pairs_dirty = false;
   // Rounding to float is off by at most 2^-24 of a value (to nearest); with
   // room to spare, and for subnormals.
-  xb_error = n > 0 ? 6e-8 * *std::max_element(block_xmax.begin(), block_xmax.end()) + 1e-30 : 0.0;
+  const double xmax = n > 0 ? std::max({std::abs(range.xmin), std::abs(range.xmax), std::abs(range.ymin),
+                                        std::abs(range.ymax)})
+                            : 0.0;
+  xb_error = n > 0 ? 6e-8 * xmax + 1e-30 : 0.0;
 }
 
 void WorldState::step() {
