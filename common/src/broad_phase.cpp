@@ -150,6 +150,11 @@ void search_block(const SearchInput in, std::size_t p0, std::size_t p1, std::vec
       const std::uint32_t j = sorted[q];
       // In the band: the exact predicate, on the exact positions.
       if (d2 >= lo2 && !exact_overlap(in, i, j)) continue;
+      // Full: grow by an eighth, not by doubling. While a gas heats up its
+      // blocks outgrow their room at nearly every rebuild, and doubling left
+      // the list's memory at up to twice its size.
+      if (local.size() == local.capacity()) [[unlikely]]
+        local.reserve(local.capacity() + local.capacity() / 8 + 16);
       local.push_back(Pair{std::min(i, j), std::max(i, j)});
     }
   };
@@ -355,7 +360,7 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
     // Room for a little more than last time, allocated once: growing by
     // doubling would hold up to twice the list (and both copies while it
     // moves) at the moment memory peaks. The list changes little from one
-    // rebuild to the next; a block that outgrows this doubles as usual.
+    // rebuild to the next; a block that outgrows this grows by an eighth.
     const std::size_t expected = local.size() + local.size() / 32 + 16;
     local.clear();
     if (local.capacity() < expected) {
