@@ -326,7 +326,7 @@ TEST(ContactOrder, ScheduleIsAValidKeyOrderedRoundPartition) {
 // schedule takes; checked against a plain graph search.
 TEST(ContactOrder, IslandsAreTheComponentsInKeyOrder) {
   Rng rng(203);
-  detail::ContactIslands is;
+  detail::ContactIslands is;  // kept across calls, as the world keeps it
   std::vector<std::uint64_t> slots;  // union-find scratch (the world lends the schedule's reserved)
   for (int trial = 0; trial < 40; ++trial) {
     const int kind = trial % 4;

@@ -56,6 +56,16 @@ v1::Command spawn_grid(std::uint32_t columns, std::uint32_t rows, double vx = 1.
   return c;
 }
 
+// A spawn command for one body at rest.
+v1::Command spawn_body(double x, double y, double radius) {
+  v1::Command c;
+  v1::Body& b = *c.mutable_spawn()->add_bodies();
+  b.mutable_position()->set_x(x);
+  b.mutable_position()->set_y(y);
+  b.set_radius(radius);
+  return c;
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { spdlog::set_level(spdlog::level::warn); }
@@ -153,12 +163,7 @@ TEST_F(ServerTest, SpawnAppearsInTheSnapshotOfTheReportedTick) {
   Connection viewer, ctl;
   ASSERT_TRUE(connect(viewer, v1::ROLE_VIEWER));
   ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
-  v1::Command spawn;
-  v1::Body& b = *spawn.mutable_spawn()->add_bodies();
-  b.mutable_position()->set_x(50);
-  b.mutable_position()->set_y(60);
-  b.set_radius(2.0);
-  const v1::CommandResult r = call(ctl, spawn);
+  const v1::CommandResult r = call(ctl, spawn_body(50, 60, 2.0));
   ASSERT_EQ(r.code(), v1::OK) << r.message();
   ASSERT_EQ(r.spawned().ids_size(), 1);
   const std::uint32_t id = r.spawned().ids(0);
@@ -349,11 +354,7 @@ TEST_F(ServerTest, BadInputIsRefusedAndNothingElseChanges) {
     EXPECT_NE(r.message().find("read-only"), std::string::npos);
   }
   // Bad commands: error results, connection open.
-  v1::Command nan_spawn;
-  v1::Body& b = *nan_spawn.mutable_spawn()->add_bodies();
-  b.mutable_position()->set_x(std::numeric_limits<double>::quiet_NaN());
-  b.set_radius(1);
-  v1::CommandResult r = call(ctl, nan_spawn);
+  v1::CommandResult r = call(ctl, spawn_body(std::numeric_limits<double>::quiet_NaN(), 0, 1));
   EXPECT_EQ(r.code(), v1::INVALID_ARGUMENT);
   EXPECT_NE(r.message().find("position"), std::string::npos) << r.message();
   v1::Command huge;
@@ -575,12 +576,7 @@ TEST_F(ServerTest, BodyTablesGiveTheSameSnapshotsInFewerBytesAndFollowSpawnsAndR
   EXPECT_LT(static_cast<double>(tables.bytes_received()), 0.8 * static_cast<double>(full.bytes_received()));
 
   // A spawn: a new table, from the snapshot of the reported tick on.
-  v1::Command spawn;
-  v1::Body& b = *spawn.mutable_spawn()->add_bodies();
-  b.mutable_position()->set_x(80);
-  b.mutable_position()->set_y(80);
-  b.set_radius(1.5);
-  const v1::CommandResult spawned = call(ctl, spawn);
+  const v1::CommandResult spawned = call(ctl, spawn_body(80, 80, 1.5));
   ASSERT_EQ(spawned.code(), v1::OK) << spawned.message();
   const std::uint32_t id = spawned.spawned().ids(0);
   for (;;) {

@@ -230,14 +230,13 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   const std::size_t nb = block_count(n, kBlock);
   // min(r_i + margin) = min(r_i) + margin exactly: rounding is monotone.
   const double emin = range.rmin + margin, emax = range.rmax + margin;
-  const BodyRange& all = range;
 
   // Positions are kept relative to the middle of the bounding box, rounded to
   // float: |x - ox| <= reach, so rounding x - ox (2^-53, in double) and then
   // to float (2^-24, relative) is off by at most delta (the tiny absolute
   // term covers subnormal floats). All cells come from these rounded values.
-  const double ox = 0.5 * all.xmin + 0.5 * all.xmax, oy = 0.5 * all.ymin + 0.5 * all.ymax;
-  const double reach = std::max({all.xmax - ox, ox - all.xmin, all.ymax - oy, oy - all.ymin});
+  const double ox = 0.5 * range.xmin + 0.5 * range.xmax, oy = 0.5 * range.ymin + 0.5 * range.ymax;
+  const double reach = std::max({range.xmax - ox, ox - range.xmin, range.ymax - oy, oy - range.ymin});
   const double delta = 6.0e-8 * reach * (1.0 + 1e-9) + 1e-40;
   auto fx = [&](std::size_t i) { return static_cast<float>(x[i] - ox); };
   auto fy = [&](std::size_t i) { return static_cast<float>(y[i] - oy); };

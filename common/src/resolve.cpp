@@ -157,23 +157,38 @@ inline double apply_position(BodyStore& b, Pair p, const Contact& ct, double bet
   return -sep;
 }
 
-// A wall is an infinitely heavy partner. Impact passes: a velocity into it
-// faster than the resting speed is reflected with restitution (a contact
-// pushed the body back into the wall it bounced off in integrate_positions).
-// Resting passes: the velocity into it is removed.
-inline bool apply_walls(BodyStore& b, std::uint32_t entry, double e = 0.0, double resting = -1.0) {
+// A wall is an infinitely heavy partner. For each wall a body touches (entry:
+// storage index << 4 | wall bits) whose velocity component points into it,
+// `into(v)` may change that component; returns whether any call did.
+template <class Into>
+inline bool for_walls_into(BodyStore& b, std::uint32_t entry, Into&& into) {
   const std::uint32_t i = entry >> 4;
   bool hit = false;
   auto axis = [&](double& v, bool lo, bool hi) {
-    if ((lo && v < 0.0) || (hi && v > 0.0)) {
-      if (resting >= 0.0 && !(std::abs(v) > resting)) return;
-      v = resting >= 0.0 ? -e * v : 0.0;
-      hit = true;
-    }
+    if ((lo && v < 0.0) || (hi && v > 0.0)) hit |= into(v);
   };
   axis(b.vx[i], entry & kWallMinX, entry & kWallMaxX);
   axis(b.vy[i], entry & kWallMinY, entry & kWallMaxY);
   return hit;
+}
+
+// Impact passes: a velocity into a wall faster than the resting speed is
+// reflected with restitution (a contact pushed the body back into the wall it
+// bounced off in integrate_positions); slower ones are the resting passes'.
+inline bool bounce_walls(BodyStore& b, std::uint32_t entry, double e, double resting) {
+  return for_walls_into(b, entry, [&](double& v) {
+    if (!(std::abs(v) > resting)) return false;
+    v = -e * v;
+    return true;
+  });
+}
+
+// Resting passes: the velocity into a wall is removed.
+inline bool stop_walls(BodyStore& b, std::uint32_t entry) {
+  return for_walls_into(b, entry, [](double& v) {
+    v = 0.0;
+    return true;
+  });
 }
 
 // Runs fn(contact index) for every contact, round by round, the contacts of
@@ -242,7 +257,7 @@ void solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact
   for (const std::uint32_t c : cs) classify(geo[c]);
   for (int it = 0; it < p.iterations; ++it) {
     bool fired = false;
-    for (const std::uint32_t entry : ws) fired |= apply_walls(b, entry, e, resting);
+    for (const std::uint32_t entry : ws) fired |= bounce_walls(b, entry, e, resting);
     for (const std::uint32_t c : cs) fired |= impact(b, pairs[c], geo[c], e, resting);
     if (!fired) break;
   }
@@ -250,7 +265,7 @@ void solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact
     for (const std::uint32_t c : cs) warm_start(b, pairs[c], geo[c]);
   for (int it = 0; it < p.iterations; ++it) {
     bool changed = false;
-    for (const std::uint32_t entry : ws) changed |= apply_walls(b, entry);
+    for (const std::uint32_t entry : ws) changed |= stop_walls(b, entry);
     for (const std::uint32_t c : cs) changed |= solve_velocity(b, pairs[c], geo[c], 0.0);
     if (!changed) break;
   }
@@ -299,8 +314,8 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
       if (p.iterations > 0)
         for_blocks(is.lone_walls.size(), kBlock, [&](std::size_t w0, std::size_t w1, std::size_t) {
           for (std::size_t w = w0; w < w1; ++w) {
-            apply_walls(b, is.lone_walls[w], p.restitution, resting);
-            apply_walls(b, is.lone_walls[w]);
+            bounce_walls(b, is.lone_walls[w], p.restitution, resting);
+            stop_walls(b, is.lone_walls[w]);
           }
         });
       for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t> ws) {
@@ -330,7 +345,7 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
         return wall_hits.load() + for_rounds(s, [&](std::uint32_t c) { return contact(c) ? 1u : 0u; });
       };
       for (int it = 0; it < p.iterations; ++it) {
-        if (pass([&](std::uint32_t entry) { return apply_walls(b, entry, e, resting); },
+        if (pass([&](std::uint32_t entry) { return bounce_walls(b, entry, e, resting); },
                  [&](std::uint32_t c) { return impact(b, pairs[c], geo[c], e, resting); }) == 0)
           break;
       }
@@ -344,7 +359,7 @@ std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallConta
         // Walls first: a wall must take its share before the contacts above
         // it look at their velocity, or a warm-started contact would see
         // separation and let go.
-        if (pass([&](std::uint32_t entry) { return apply_walls(b, entry); },
+        if (pass([&](std::uint32_t entry) { return stop_walls(b, entry); },
                  [&](std::uint32_t c) { return solve_velocity(b, pairs[c], geo[c], 0.0); }) == 0)
           break;
       }

@@ -273,11 +273,7 @@ void WorldState::rebuild_pairs() {
   // across rebuilds caused by motion (or come from restore_solver_state).
   const WarmByIds warm = warm_by_ids();
   pending_warm.reset();
-  if (n > 0) {
-    find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, range, broad, pairs);
-  } else {
-    find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, broad, pairs);
-  }
+  find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, range, broad, pairs);
   restore_warm(bodies, pairs, warm, contacts);
   edited = false;
   max_disp2 = 0.0;
