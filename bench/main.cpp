@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -19,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "carom/measure.hpp"
 #include "carom/world.hpp"
 #include "bench/net.hpp"
 #include "bench/scenes.hpp"
@@ -81,6 +83,20 @@ void draw(const carom::World& world, int cols, int rows) {
   std::fwrite(frame.data(), 1, frame.size(), stdout);
 }
 
+// The world as CSV at full precision (17 significant digits round-trip a double).
+bool write_csv(const carom::BodiesView& b, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) return false;
+  out << "id,x,y,vx,vy,radius,mass\n";
+  char line[256];
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    std::snprintf(line, sizeof line, "%u,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", b.id[i], b.x[i], b.y[i], b.vx[i],
+                  b.vy[i], b.radius[i], b.mass[i]);
+    out << line;
+  }
+  return static_cast<bool>(out.flush());
+}
+
 int run_live(carom::World& world, double seconds) {
   std::signal(SIGINT, [](int) { g_stop = true; });
   std::signal(SIGTERM, [](int) { g_stop = true; });
@@ -124,7 +140,9 @@ int main(int argc, char** argv) {
   double seconds = 0.0;
   app.add_option("--scene", spec.name, "gas | pile | mixed | lattice | default")->capture_default_str();
   app.add_option("--bodies", spec.bodies, "number of bodies")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--steps", steps, "steps to time")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "steps to time (0: only measure, or dump, the initial world)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--solver", solver_name, "discrete | verlet | continuous (default: the scene's)")
       ->check(CLI::IsMember({"discrete", "verlet", "continuous"}));
@@ -132,6 +150,13 @@ int main(int argc, char** argv) {
   app.add_flag("--baseline", baseline,
                "continuous solver: the textbook reference that predicts every body against all N bodies");
   app.add_option("--substeps", substeps, "substeps per step (default: the scene's)")->check(CLI::Range(1, 64));
+  double restitution = -1.0;
+  int iterations = 0;
+  std::string dump_csv;
+  app.add_option("--restitution", restitution, "restitution of every scene (default: the scene's)")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--iterations", iterations, "solver iterations per substep (default: the scene's)")->check(CLI::Range(1, 64));
+  app.add_option("--dump-csv", dump_csv,
+                 "write the final world to FILE: a header id,x,y,vx,vy,radius,mass, then one body a line at full precision");
   app.add_option("--eta", spec.eta, "area fraction for gas, pile, mixed")->capture_default_str();
   app.add_option("--seed", spec.seed, "random seed of the scene")->capture_default_str();
   app.add_flag("--json", json, "print one JSON object");
@@ -162,6 +187,8 @@ int main(int argc, char** argv) {
   }
   if (!solver_name.empty()) carom::parse_solver(solver_name, &scene.params.solver);
   if (substeps > 0) scene.params.substeps = substeps;
+  if (iterations > 0) scene.params.iterations = iterations;
+  if (restitution >= 0.0) scene.params.restitution = restitution;
 
   carom::WorldConfig config;
   config.threads = threads;
@@ -215,8 +242,16 @@ int main(int argc, char** argv) {
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   const auto& st = world.stats();
+  // Quality at the end, outside the timing.
+  const carom::OverlapStats overlap = carom::measure_overlap(world.bodies());
+  if (!dump_csv.empty() && !write_csv(world.bodies(), dump_csv)) {
+    std::cerr << "carom-bench: cannot write " << dump_csv << "\n";
+    return 1;
+  }
   const double n = static_cast<double>(world.size());
-  const double body_steps = n * static_cast<double>(steps) / secs;
+  // With --steps 0 (only the initial world measured or dumped) rates are 0.
+  const double per_step = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
+  const double body_steps = steps > 0 ? n * static_cast<double>(steps) / secs : 0.0;
   // Pressure: the time-averaged force on the walls per unit wall length,
   // total normal impulse / (simulated time x perimeter). 2D: N/m.
   const auto& box = world.params().bounds;
@@ -234,19 +269,25 @@ int main(int argc, char** argv) {
   j["eta"] = spec.eta;
   j["seconds"] = secs;
   j["body_steps_per_s"] = body_steps;
-  j["steps_per_s"] = static_cast<double>(steps) / secs;
-  j["contacts_per_step"] = static_cast<double>(contacts) / static_cast<double>(steps);
-  j["collisions_per_step"] = static_cast<double>(collisions) / static_cast<double>(steps);
-  j["pair_rebuilds_per_step"] = static_cast<double>(rebuilds) / static_cast<double>(steps);
+  j["steps_per_s"] = (steps > 0 ? static_cast<double>(steps) / secs : 0.0);
+  j["contacts_per_step"] = static_cast<double>(contacts) * per_step;
+  j["collisions_per_step"] = static_cast<double>(collisions) * per_step;
+  j["pair_rebuilds_per_step"] = static_cast<double>(rebuilds) * per_step;
   j["max_rounds"] = rounds;
   j["baseline"] = baseline;
   j["collisions"] = collisions;
-  j["collisions_per_s"] = static_cast<double>(collisions) / secs;
+  j["collisions_per_s"] = (steps > 0 ? static_cast<double>(collisions) / secs : 0.0);
   j["events_processed"] = events;
   j["capped_steps"] = capped_steps;
   j["pressure"] = pressure;
   j["kinetic_energy_start"] = ke_start;
   j["kinetic_energy_end"] = st.kinetic_energy;
+  j["kinetic_energy_per_body_end"] = n > 0 ? st.kinetic_energy / n : 0.0;
+  j["restitution"] = world.params().restitution;
+  j["iterations"] = world.params().iterations;
+  j["overlap_max"] = overlap.max;
+  j["overlap_mean"] = overlap.mean;
+  j["overlap_pairs"] = overlap.pairs;
   j["state_hash"] = hex(world.state_hash());
   j["peak_rss_bytes"] = peak_rss_bytes();
   j["stage_seconds"] = {{"integrate_velocities", stage.integrate_velocities},
@@ -262,15 +303,18 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(steps), world.threads(), carom::to_string(world.params().solver),
                 world.params().substeps);
     std::printf("  %.3f s   %.2f M body-steps/s   %.1f steps/s   %.0f contacts/step   hash %s   peak RSS %.1f MB\n",
-                secs, body_steps / 1e6, static_cast<double>(steps) / secs,
-                static_cast<double>(contacts) / static_cast<double>(steps), hex(world.state_hash()).c_str(),
+                secs, body_steps / 1e6, (steps > 0 ? static_cast<double>(steps) / secs : 0.0),
+                static_cast<double>(contacts) * per_step, hex(world.state_hash()).c_str(),
                 static_cast<double>(peak_rss_bytes()) / 1e6);
     std::printf("  pair rebuilds/step %.2f  candidate pairs %llu  max rounds %llu\n",
-                static_cast<double>(rebuilds) / static_cast<double>(steps),
+                static_cast<double>(rebuilds) * per_step,
                 static_cast<unsigned long long>(st.candidate_pairs), static_cast<unsigned long long>(rounds));
     std::printf("  collisions %llu (%.3f M/s)   events %llu   capped steps %llu   pressure %.6g N/m\n",
-                static_cast<unsigned long long>(collisions), static_cast<double>(collisions) / secs / 1e6,
+                static_cast<unsigned long long>(collisions), (steps > 0 ? static_cast<double>(collisions) / secs : 0.0) / 1e6,
                 static_cast<unsigned long long>(events), static_cast<unsigned long long>(capped_steps), pressure);
+    std::printf("  overlap at the end: max %.4f, mean %.4f of the smaller radius over %llu pairs;  KE/body %.4g J\n",
+                overlap.max, overlap.mean, static_cast<unsigned long long>(overlap.pairs),
+                n > 0 ? st.kinetic_energy / n : 0.0);
     std::printf("  stages (s): velocities %.3f  pairs %.3f  collide %.3f  resolve %.3f  positions %.3f\n",
                 stage.integrate_velocities, stage.find_pairs, stage.collide, stage.resolve_contacts,
                 stage.integrate_positions);

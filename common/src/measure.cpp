@@ -1,14 +1,18 @@
-// Events and stats: measure_energy, hash_state.
+// Events and stats: measure_energy, hash_state; measure_overlap for tools.
 //
 // Reads: every body. Sums are taken per fixed block of the id-ordered storage
 // and combined in block order, so they are bit-identical for any thread count
 // and any insertion order; the hash walks bodies in id order.
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "carom/measure.hpp"
 #include "carom/world.hpp"
+#include "broad_phase.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
 
@@ -67,6 +71,27 @@ std::uint64_t state_hash(const BodiesView& b) {
       h = detail::mix(h, std::bit_cast<std::uint64_t>(v));
   }
   return h;
+}
+
+OverlapStats measure_overlap(const BodiesView& b) {
+  OverlapStats out;
+  detail::BroadPhase scratch;
+  detail::PairBlocks pairs;
+  detail::find_pairs(b.x, b.y, b.radius, 0.0, scratch, pairs);
+  double sum = 0.0;
+  for (const auto& block : pairs.blocks) {
+    for (const detail::Pair p : block) {
+      const double d = std::hypot(b.x[p.b] - b.x[p.a], b.y[p.b] - b.y[p.a]);
+      const double overlap = b.radius[p.a] + b.radius[p.b] - d;
+      if (!(overlap > 0.0)) continue;
+      const double rel = overlap / std::min(b.radius[p.a], b.radius[p.b]);
+      out.max = std::max(out.max, rel);
+      sum += rel;
+      ++out.pairs;
+    }
+  }
+  out.mean = out.pairs > 0 ? sum / static_cast<double>(out.pairs) : 0.0;
+  return out;
 }
 
 }  // namespace carom
