@@ -63,7 +63,12 @@ Status build_scene(const SceneSpec& spec, Scene* out) {
 
   if (spec.name == "gas" || spec.name == "pile") {
     grid_box(std::vector<double>(n, 0.25), spec.eta, rng, out);
-    if (spec.name == "pile") p.gravity = {0.0, -10.0};
+    if (spec.name == "pile") {
+      // The same gas let fall into a pile that settles: restitution 0.5 so it
+      // comes to rest (the scene users build first: marbles in a box).
+      p.gravity = {0.0, -10.0};
+      p.restitution = 0.5;
+    }
   } else if (spec.name == "mixed") {
     std::vector<double> radii(n);
     for (double& r : radii) r = 0.1 * std::pow(25.0, rng.uniform());  // log-uniform in [0.1, 2.5]
@@ -87,7 +92,6 @@ Status build_scene(const SceneSpec& spec, Scene* out) {
     p.gravity = {0.0, -9.81};
     p.restitution = 0.85;
     p.linear_damping = 0.05;
-    p.substeps = 8;
     p.record_events = true;
     out->bodies.resize(n);
     for (std::size_t i = 0; i < n; ++i) {

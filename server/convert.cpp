@@ -220,10 +220,15 @@ void save_world(const World& world, double tick_hz, v1::SavedWorld* out) {
   }
   s->mutable_wall_id()->Reserve(static_cast<int>(solver.walls.size()));
   s->mutable_wall_bits()->Reserve(static_cast<int>(solver.walls.size()));
+  s->mutable_wall_value()->Reserve(static_cast<int>(solver.walls.size()));
   for (const WallTouch& w : solver.walls) {
     s->add_wall_id(w.id);
     s->add_wall_bits(w.bits);
+    s->add_wall_value(w.value);
   }
+  s->mutable_anchor_x()->Assign(solver.anchor_x.begin(), solver.anchor_x.end());
+  s->mutable_anchor_y()->Assign(solver.anchor_y.begin(), solver.anchor_y.end());
+  s->set_skin(solver.skin);
   out->set_state_hash(world.state_hash());
 }
 
@@ -250,6 +255,10 @@ Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double
     return {StatusCode::kInvalidArgument, "solver.wall_id, wall_bits: lengths differ (" +
                                               std::to_string(solver.wall_id_size()) + ", " +
                                               std::to_string(solver.wall_bits_size()) + ")"};
+  if (solver.wall_value_size() != 0 && solver.wall_value_size() != solver.wall_id_size())
+    return {StatusCode::kInvalidArgument, "solver.wall_id, wall_value: lengths differ (" +
+                                              std::to_string(solver.wall_id_size()) + ", " +
+                                              std::to_string(solver.wall_value_size()) + ")"};
 
   Params params;
   double hz = default_tick_hz;
@@ -289,7 +298,11 @@ Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double
     state.warm[static_cast<std::size_t>(k)] = {solver.warm_a(k), solver.warm_b(k), solver.warm_value(k)};
   state.walls.resize(static_cast<std::size_t>(solver.wall_id_size()));
   for (int k = 0; k < solver.wall_id_size(); ++k)
-    state.walls[static_cast<std::size_t>(k)] = {solver.wall_id(k), solver.wall_bits(k)};
+    state.walls[static_cast<std::size_t>(k)] = {solver.wall_id(k), solver.wall_bits(k),
+                                                solver.wall_value_size() > 0 ? solver.wall_value(k) : 0.0};
+  state.anchor_x.assign(solver.anchor_x().begin(), solver.anchor_x().end());
+  state.anchor_y.assign(solver.anchor_y().begin(), solver.anchor_y().end());
+  state.skin = solver.skin();
   if (Status st = world.restore_solver_state(state); !st.ok())
     return {st.code(), saved_solver_message(st.message())};
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "broad_phase.hpp"
-#include "contact_order.hpp"
+#include "stages.hpp"
 #include "support/scenes.hpp"
 
 namespace carom {
@@ -257,181 +257,88 @@ PairSet random_pairs(Rng& rng, std::uint32_t n, std::size_t count, int kind) {
   return s;
 }
 
-void check_schedule(const PairSet& s, const detail::ContactSchedule& sch, const std::string& what) {
-  const std::size_t c = s.pairs.size();
-  ASSERT_EQ(sch.order.size(), c) << what;
-  ASSERT_FALSE(sch.round_begin.empty()) << what;
-  EXPECT_EQ(sch.round_begin.front(), 0u) << what;
-  EXPECT_EQ(sch.round_begin.back(), c) << what;
-  for (std::size_t r = 0; r + 1 < sch.round_begin.size(); ++r)
-    ASSERT_LT(sch.round_begin[r], sch.round_begin[r + 1]) << what << ": empty round " << r;
-
-  // (a) every pair exactly once.
-  std::vector<int> seen(c, 0);
-  for (std::uint32_t k : sch.order) {
-    ASSERT_LT(k, c) << what;
-    ++seen[k];
-  }
-  for (std::size_t k = 0; k < c; ++k) ASSERT_EQ(seen[k], 1) << what << ": pair " << k;
-
-  // (b) no two pairs of one round share a body.
-  std::vector<std::int64_t> last_round(s.ids.size(), -1);
-  for (std::size_t r = 0; r < sch.rounds(); ++r) {
-    for (std::uint32_t k = sch.round_begin[r]; k < sch.round_begin[r + 1]; ++k) {
-      const Pair p = s.pairs[sch.order[k]];
-      for (std::uint32_t v : {p.a, p.b}) {
-        ASSERT_NE(last_round[v], static_cast<std::int64_t>(r)) << what << ": body " << v << " twice in round " << r;
-        last_round[v] = static_cast<std::int64_t>(r);
-      }
+// The reference colouring: pairs in input order, each taking the smallest
+// colour (below 63) that no earlier pair of either body took, else 63.
+std::vector<std::uint32_t> reference_colours(const PairSet& s) {
+  std::vector<std::set<std::uint32_t>> taken(s.ids.size());
+  std::vector<std::uint32_t> out;
+  for (const Pair p : s.pairs) {
+    std::uint32_t c = 0;
+    while (c < detail::kColours - 1 && (taken[p.a].count(c) || taken[p.b].count(c))) ++c;
+    if (c < detail::kColours - 1) {
+      taken[p.a].insert(c);
+      taken[p.b].insert(c);
     }
+    out.push_back(c);
   }
-
-  // (c) each body meets its contacts in increasing key order.
-  std::vector<std::uint64_t> last_key(s.ids.size(), 0);
-  std::vector<bool> any(s.ids.size(), false);
-  for (std::uint32_t k : sch.order) {
-    const Pair p = s.pairs[k];
-    const std::uint64_t key = detail::contact_key(s.ids[p.a], s.ids[p.b]);
-    for (std::uint32_t v : {p.a, p.b}) {
-      if (any[v]) {
-        ASSERT_LT(last_key[v], key) << what << ": body " << v << " out of key order";
-      }
-      any[v] = true;
-      last_key[v] = key;
-    }
-  }
+  return out;
 }
 
-TEST(ContactOrder, ScheduleIsAValidKeyOrderedRoundPartition) {
-  Rng rng(201);
-  detail::ContactSchedule reused;  // kept across calls, as the world keeps it
-  for (int trial = 0; trial < 60; ++trial) {
-    const int kind = trial % 4;
-    const auto n = static_cast<std::uint32_t>(rng.log_uniform(2.0, 20000.0));
-    const std::size_t max_pairs = std::min<std::size_t>(std::size_t{n} * (n - 1) / 2, 60000);
-    const auto count = static_cast<std::size_t>(rng.uniform() * static_cast<double>(std::min<std::size_t>(max_pairs, 4 * std::size_t{n})));
-    const PairSet s = random_pairs(rng, n, count, kind);
-    detail::ContactSchedule sch;
-    detail::order_contacts(s.ids, s.pairs, sch);
-    const std::string what = "trial " + std::to_string(trial) + " kind " + std::to_string(kind) + " n " +
-                             std::to_string(n) + " pairs " + std::to_string(s.pairs.size());
-    check_schedule(s, sch, what);
-    detail::order_contacts(s.ids, s.pairs, reused);
-    EXPECT_TRUE(reused.order == sch.order && reused.round_begin == sch.round_begin) << what << ": reused schedule differs";
-  }
-}
-
-// Islands: connected components of the contact graph, each in key order, the
-// walls of their bodies with them, and a depth equal to the rounds the
-// schedule takes; checked against a plain graph search.
-TEST(ContactOrder, IslandsAreTheComponentsInKeyOrder) {
-  Rng rng(203);
-  detail::ContactIslands is;  // kept across calls, as the world keeps it
-  std::vector<std::uint64_t> slots;  // union-find scratch (the world lends the schedule's reserved)
-  for (int trial = 0; trial < 40; ++trial) {
-    const int kind = trial % 4;
-    const auto n = static_cast<std::uint32_t>(rng.log_uniform(2.0, 5000.0));
-    const std::size_t max_pairs = std::min<std::size_t>(std::size_t{n} * (n - 1) / 2, 20000);
-    const auto count = static_cast<std::size_t>(rng.uniform() * static_cast<double>(std::min<std::size_t>(max_pairs, 2 * std::size_t{n})));
-    const PairSet s = random_pairs(rng, n, count, kind);
-    const std::string what = "trial " + std::to_string(trial) + " n " + std::to_string(n);
-    // Walls: a few bodies, in per-block lists as integrate_positions writes them.
-    std::vector<std::vector<std::uint32_t>> walls(2);
-    for (std::uint32_t i = 0; i < n; i += 1 + rng.below(7)) walls[i < n / 2 ? 0 : 1].push_back(i << 4 | 1u);
-
-    // Reference components by breadth-first search.
-    std::vector<std::vector<std::uint32_t>> adj(n);
-    for (const Pair p : s.pairs) {
-      adj[p.a].push_back(p.b);
-      adj[p.b].push_back(p.a);
-    }
-    std::vector<std::int64_t> comp(n, -1);
-    for (std::uint32_t v = 0; v < n; ++v) {
-      if (comp[v] >= 0 || adj[v].empty()) continue;
-      std::vector<std::uint32_t> queue{v};
-      comp[v] = v;
-      for (std::size_t q = 0; q < queue.size(); ++q)
-        for (const std::uint32_t w : adj[queue[q]])
-          if (comp[w] < 0) {
-            comp[w] = v;
-            queue.push_back(w);
-          }
-    }
-
-    ASSERT_TRUE(detail::build_islands(s.ids, s.pairs, walls, s.pairs.size(), is, slots)) << what;
-    EXPECT_TRUE(std::all_of(slots.begin(), slots.end(), [](std::uint64_t v) { return v == ~0ull; }))
-        << what << ": scratch not left clean";
-    ASSERT_EQ(is.order.size(), s.pairs.size()) << what;
-    std::vector<int> seen(s.pairs.size(), 0);
-    std::set<std::int64_t> components;
-    std::size_t walls_in_islands = 0;
-    for (std::size_t k = 0; k < is.size(); ++k) {
-      ASSERT_LT(is.begin[k], is.begin[k + 1]) << what << ": empty island";
-      const std::int64_t c = comp[s.pairs[is.order[is.begin[k]]].a];
-      EXPECT_TRUE(components.insert(c).second) << what << ": component split over islands";
-      std::uint64_t last = 0;
-      for (std::uint32_t j = is.begin[k]; j < is.begin[k + 1]; ++j) {
-        const Pair p = s.pairs[is.order[j]];
-        ++seen[is.order[j]];
-        EXPECT_EQ(comp[p.a], c) << what << ": island mixes components";
-        const std::uint64_t key = detail::contact_key(s.ids[p.a], s.ids[p.b]);
-        if (j > is.begin[k]) {
-          EXPECT_LT(last, key) << what << ": island not in key order";
-        }
-        last = key;
-      }
-      for (std::uint32_t w = is.walls_begin[k]; w < is.walls_begin[k + 1]; ++w) {
-        EXPECT_EQ(comp[is.walls[w] >> 4], c) << what << ": wall in the wrong island";
-        ++walls_in_islands;
-      }
-    }
-    for (std::size_t k = 0; k < seen.size(); ++k) ASSERT_EQ(seen[k], 1) << what << ": contact " << k;
-    std::size_t walls_total = 0, lone_expected = 0;
-    for (const auto& block : walls)
-      for (const std::uint32_t e : block) {
-        ++walls_total;
-        lone_expected += comp[e >> 4] < 0;
-      }
-    EXPECT_EQ(is.lone_walls.size(), lone_expected) << what;
-    EXPECT_EQ(walls_in_islands + is.lone_walls.size(), walls_total) << what;
-    detail::ContactSchedule sch;
-    detail::order_contacts(s.ids, s.pairs, sch);
-    EXPECT_EQ(is.depth, sch.rounds()) << what << ": depth differs from the schedule's rounds";
-    // An island over the limit is refused (rounds take over).
-    if (is.size() > 0) {
-      std::size_t largest = 0;
-      for (std::size_t k = 0; k < is.size(); ++k) largest = std::max<std::size_t>(largest, is.begin[k + 1] - is.begin[k]);
-      EXPECT_FALSE(detail::build_islands(s.ids, s.pairs, walls, largest - 1, is, slots)) << what;
-      EXPECT_TRUE(std::all_of(slots.begin(), slots.end(), [](std::uint64_t v) { return v == ~0ull; })) << what;
-    }
-  }
-}
-
-TEST(ContactOrder, EmptyPairSetHasNoRounds) {
-  const std::vector<BodyId> ids{1, 2, 3};
-  detail::ContactSchedule sch;
-  detail::order_contacts(ids, {}, sch);
-  EXPECT_TRUE(sch.order.empty());
-  EXPECT_EQ(sch.rounds(), 0u);
-}
-
-TEST(ContactOrder, ScheduleIsIndependentOfThreadCount) {
-  tbb::global_control allow(tbb::global_control::max_allowed_parallelism, 8);
-  Rng rng(202);
+TEST(Colouring, IsTheGreedyColouringInCandidateOrder) {
+  Rng rng(101);
   for (int kind = 0; kind < 4; ++kind) {
-    // Big enough for many blocks and rounds wider than the parallel-sort cutoff.
-    const PairSet s = random_pairs(rng, 60000, 150000, kind);
-    std::vector<detail::ContactSchedule> out(2);
-    int k = 0;
-    for (const int threads : {1, 8}) {
-      tbb::task_arena arena(threads);
-      arena.execute([&] { detail::order_contacts(s.ids, s.pairs, out[k]); });
-      ++k;
+    for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{500}, std::size_t{20000}}) {
+      const PairSet s = random_pairs(rng, 3000, count, kind);
+      const std::string what = "kind " + std::to_string(kind) + ", " + std::to_string(s.pairs.size()) + " pairs";
+      detail::PairBlocks blocks;
+      for (std::size_t k = 0; k < s.pairs.size(); k += 700)
+        blocks.blocks.emplace_back(s.pairs.begin() + static_cast<std::ptrdiff_t>(k),
+                                   s.pairs.begin() + static_cast<std::ptrdiff_t>(std::min(s.pairs.size(), k + 700)));
+      blocks.count = s.pairs.size();
+      detail::Colouring col;
+      detail::colour_pairs(s.ids.size(), blocks, col);
+      const std::vector<std::uint32_t> expected = reference_colours(s);
+      // Expected: the pairs grouped by colour, input order kept within a colour.
+      std::vector<Pair> grouped;
+      std::uint32_t colours = 0;
+      for (std::uint32_t c : expected) colours = std::max(colours, c + 1);
+      std::vector<std::uint32_t> begin(1, 0);
+      for (std::uint32_t c = 0; c < colours; ++c) {
+        for (std::size_t k = 0; k < s.pairs.size(); ++k)
+          if (expected[k] == c) grouped.push_back(s.pairs[k]);
+        begin.push_back(static_cast<std::uint32_t>(grouped.size()));
+      }
+      EXPECT_EQ(blocks.flatten(), grouped) << what;
+      EXPECT_EQ(col.begin, begin) << what;
+      ASSERT_EQ(col.block_begin.size(), col.begin.size()) << what;
+      // Every block holds one colour: block_begin cuts the blocks at colour starts.
+      std::size_t at = 0;
+      for (std::uint32_t c = 0; c < col.colours(); ++c) {
+        std::size_t in_colour = 0;
+        for (std::uint32_t blk = col.block_begin[c]; blk < col.block_begin[c + 1]; ++blk) {
+          EXPECT_FALSE(blocks.blocks[blk].empty()) << what;
+          in_colour += blocks.blocks[blk].size();
+        }
+        EXPECT_EQ(in_colour, col.begin[c + 1] - col.begin[c]) << what << ", colour " << c;
+        at += in_colour;
+      }
+      EXPECT_EQ(at, s.pairs.size()) << what;
+      // No two pairs of one colour but the last share a body.
+      for (std::uint32_t c = 0; c + 1 < std::min(col.colours(), detail::kColours); ++c) {
+        std::set<std::uint32_t> bodies;
+        for (std::uint32_t k = col.begin[c]; k < col.begin[c + 1]; ++k) {
+          const Pair p = grouped[k];
+          EXPECT_TRUE(bodies.insert(p.a).second && bodies.insert(p.b).second) << what << ", colour " << c;
+        }
+      }
     }
-    check_schedule(s, out[0], "kind " + std::to_string(kind));
-    EXPECT_TRUE(out[0].order == out[1].order) << "kind " << kind;
-    EXPECT_TRUE(out[0].round_begin == out[1].round_begin) << "kind " << kind;
   }
+}
+
+// A hub touching more bodies than there are colours: its pairs past the 63rd
+// go to the last colour, which the solver runs in order.
+TEST(Colouring, AHubOverflowsIntoTheLastColour) {
+  PairSet s;
+  for (BodyId id = 1; id <= 200; ++id) s.ids.push_back(id);
+  for (std::uint32_t k = 1; k < 100; ++k) s.pairs.push_back({0, k});
+  detail::PairBlocks blocks;
+  blocks.blocks.push_back(s.pairs);
+  blocks.count = s.pairs.size();
+  detail::Colouring col;
+  detail::colour_pairs(s.ids.size(), blocks, col);
+  ASSERT_EQ(col.colours(), detail::kColours);
+  for (std::uint32_t c = 0; c + 1 < detail::kColours; ++c) EXPECT_EQ(col.begin[c + 1] - col.begin[c], 1u);
+  EXPECT_EQ(col.begin[detail::kColours] - col.begin[detail::kColours - 1], 99u - 63u);
 }
 
 }  // namespace

@@ -481,6 +481,10 @@ TEST(SimState, LoadWithoutSolverStateWouldDiverge) {
   saved.mutable_solver()->clear_warm_value();
   saved.mutable_solver()->clear_wall_id();
   saved.mutable_solver()->clear_wall_bits();
+  saved.mutable_solver()->clear_wall_value();
+  saved.mutable_solver()->clear_anchor_x();
+  saved.mutable_solver()->clear_anchor_y();
+  saved.mutable_solver()->clear_skin();
   SimState b(options());
   ASSERT_TRUE(b.load_saved(saved).ok());
   ASSERT_EQ(b.world().state_hash(), a.world().state_hash());

@@ -82,6 +82,7 @@ struct Hash {
 // the captures of nested lambdas, every pointer was reloaded from memory after
 // each pair was stored (the store might have changed it, as far as the
 // compiler could tell), which cost the search a third of its time.
+template <class T>
 struct SearchInput {
   const float* sx;  // sorted positions, relative to the origin, rounded to float
   const float* sy;
@@ -89,8 +90,8 @@ struct SearchInput {
   const std::uint8_t* slevel;  // sorted levels; unused with a single level
   const std::uint32_t* sorted;
   const std::uint32_t* bucket_end;
-  const double* x;  // exact positions and radii, storage order, for the band
-  const double* y;
+  const T* x;  // exact positions (the anchors: double, or float) and radii, storage order, for the band
+  const T* y;
   const double* radius;
   double margin;
   double emin;
@@ -103,14 +104,15 @@ struct SearchInput {
 
 // The predicate itself, for the rare pair whose rounded distance is too close
 // to call (kept out of line: the search loop stays small).
-[[gnu::noinline, gnu::cold]] bool exact_overlap(const SearchInput& in, std::uint32_t i, std::uint32_t j) {
+template <class T>
+[[gnu::noinline, gnu::cold]] bool exact_overlap(const SearchInput<T>& in, std::uint32_t i, std::uint32_t j) {
   return extents_overlap(in.x[i], in.y[i], in.radius[i] + in.margin, in.x[j], in.y[j], in.radius[j] + in.margin);
 }
 
 // The pairs of sorted positions [p0, p1) with their partners (see the file
 // comment for which cells are scanned), appended to `local` in order.
-template <bool Uniform, bool OneLevel>
-void search_block(const SearchInput in, std::size_t p0, std::size_t p1, std::vector<Pair>& local) {
+template <bool Uniform, bool OneLevel, class T>
+void search_block(const SearchInput<T> in, std::size_t p0, std::size_t p1, std::vector<Pair>& local) {
   const float* const sx = in.sx;
   const float* const sy = in.sy;
   const double* const se = in.se;
@@ -201,7 +203,8 @@ std::vector<Pair> PairBlocks::flatten() const {
   return all;
 }
 
-BodyRange body_range(std::span<const double> x, std::span<const double> y, std::span<const double> radius) {
+template <class T>
+BodyRange body_range_of(std::span<const T> x, std::span<const T> y, std::span<const double> radius) {
   const std::size_t nb = block_count(x.size(), kBlock);
   std::vector<BodyRange> ranges(nb);
   for_blocks(x.size(), kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
@@ -214,13 +217,9 @@ BodyRange body_range(std::span<const double> x, std::span<const double> y, std::
   return all;
 }
 
-void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
-                double margin, BroadPhase& bp, PairBlocks& out) {
-  find_pairs(x, y, radius, margin, body_range(x, y, radius), bp, out);
-}
-
-void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
-                double margin, const BodyRange& range, BroadPhase& bp, PairBlocks& out) {
+template <class T>
+void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const double> radius, double margin,
+                   const BodyRange& range, BroadPhase& bp, PairBlocks& out) {
   const std::size_t n = x.size();
   for (auto& b : out.blocks) b.clear();
   out.count = 0;
@@ -351,7 +350,7 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   out.blocks.resize(nb);
   // |rounded distance - exact distance| <= |rounding of (dx, dy)| <= 2 sqrt(2) delta.
   const double band = 2.0 * 1.4142135623730951 * delta * (1.0 + 1e-9);
-  const SearchInput in{bp.sx.data(), bp.sy.data(), bp.se.data(), bp.slevel.data(), bp.sorted.data(),
+  const SearchInput<T> in{bp.sx.data(), bp.sy.data(), bp.se.data(), bp.slevel.data(), bp.sorted.data(),
                        bp.bucket_end.data(), x.data(), y.data(), radius.data(), margin, emin, band, levels,
                        static_cast<std::uint32_t>(std::countr_zero(levels)), hash, &g};
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
@@ -376,6 +375,28 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
   });
 
   for (const auto& blk : out.blocks) out.count += blk.size();
+}
+
+BodyRange body_range(std::span<const double> x, std::span<const double> y, std::span<const double> radius) {
+  return body_range_of(x, y, radius);
+}
+BodyRange body_range(std::span<const float> x, std::span<const float> y, std::span<const double> radius) {
+  return body_range_of(x, y, radius);
+}
+
+void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
+                double margin, BroadPhase& bp, PairBlocks& out) {
+  find_pairs_of(x, y, radius, margin, body_range(x, y, radius), bp, out);
+}
+
+void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
+                double margin, const BodyRange& range, BroadPhase& bp, PairBlocks& out) {
+  find_pairs_of(x, y, radius, margin, range, bp, out);
+}
+
+void find_pairs(std::span<const float> x, std::span<const float> y, std::span<const double> radius, double margin,
+                const BodyRange& range, BroadPhase& bp, PairBlocks& out) {
+  find_pairs_of(x, y, radius, margin, range, bp, out);
 }
 
 std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<const double> y,

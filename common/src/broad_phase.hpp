@@ -69,6 +69,7 @@ struct BodyRange {
 
 /// The range of the bodies, one parallel pass.
 BodyRange body_range(std::span<const double> x, std::span<const double> y, std::span<const double> radius);
+BodyRange body_range(std::span<const float> x, std::span<const float> y, std::span<const double> radius);
 
 /// All pairs i < j whose extents r_i + margin and r_j + margin overlap
 /// (extents_overlap), each exactly once, in an order that depends only on the
@@ -78,6 +79,10 @@ void find_pairs(std::span<const double> x, std::span<const double> y, std::span<
 /// The same with the bodies' range already known (the world measures it in
 /// a pass it makes anyway): saves a pass over the bodies.
 void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
+                double margin, const BodyRange& range, BroadPhase& scratch, PairBlocks& out);
+/// The same over positions rounded to float (the world's anchors, which a
+/// saved world carries, so a restored world builds the very same list).
+void find_pairs(std::span<const float> x, std::span<const float> y, std::span<const double> radius,
                 double margin, const BodyRange& range, BroadPhase& scratch, PairBlocks& out);
 
 /// The O(n^2) reference: same predicate, pairs in (a, b) order. For tests.

@@ -30,20 +30,16 @@ double max_over_blocks(std::size_t n, Fn&& per_block) {
 }
 
 // Inside means min + r <= x <= max - r, written exactly as the clamp writes it.
-// Returns lo_bit or hi_bit when the body touches that wall after the clamp.
-inline std::uint32_t wall_axis(double& x, double& v, double r, double lo, double hi, double e, double resting,
-                               std::uint32_t lo_bit, std::uint32_t hi_bit) {
+// A body past a wall is put back on it, its velocity into the wall reflected
+// with restitution (stopped at or below the resting speed).
+inline void wall_axis(double& x, double& v, double r, double lo, double hi, double e, double resting) {
   if (x <= lo + r) {
     x = lo + r;
     if (v < 0) v = (-v > resting) ? -e * v : 0.0;
-    return lo_bit;
-  }
-  if (x >= hi - r) {
+  } else if (x >= hi - r) {
     x = hi - r;
     if (v > 0) v = (v > resting) ? -e * v : 0.0;
-    return hi_bit;
   }
-  return 0;
 }
 
 }  // namespace
@@ -75,14 +71,11 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
   });
 }
 
-void integrate_positions(BodyStore& b, const Params& p, double h, double resting, WallContacts& walls) {
+void integrate_positions(BodyStore& b, const Params& p, double h, double resting) {
   const Bounds box = p.bounds;
   const double e = p.restitution;
-  walls.blocks.resize(block_count(b.size(), kWallBlock));
-  for_blocks(b.size(), kWallBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
-    auto& touching = walls.blocks[blk];
-    touching.clear();
-    // Local pointers: kept in registers across the pushes (through the
+  for_blocks(b.size(), block_for(b.size()), [&](std::size_t i0, std::size_t i1, std::size_t) {
+    // Local pointers: kept in registers across the loop (through the
     // BodyStore reference they were reloaded for every body).
     double* const xs = b.x.data();
     double* const ys = b.y.data();
@@ -93,10 +86,8 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
       double x = xs[i] + vxs[i] * h;
       double y = ys[i] + vys[i] * h;
       if (box.walled) {
-        const std::uint32_t bits =
-            wall_axis(x, vxs[i], rs[i], box.min.x, box.max.x, e, resting, kWallMinX, kWallMaxX) |
-            wall_axis(y, vys[i], rs[i], box.min.y, box.max.y, e, resting, kWallMinY, kWallMaxY);
-        if (bits) touching.push_back(static_cast<std::uint32_t>(i) << 4 | bits);
+        wall_axis(x, vxs[i], rs[i], box.min.x, box.max.x, e, resting);
+        wall_axis(y, vys[i], rs[i], box.min.y, box.max.y, e, resting);
       }
       xs[i] = x;
       ys[i] = y;
@@ -122,7 +113,7 @@ double predict_positions(BodyStore& b, double h, std::span<double> px, std::span
   });
 }
 
-void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const double> px,
+void finish_verlet(BodyStore& b, const Params& p, double h, double resting, std::span<const double> px,
                    std::span<const double> py) {
   const Bounds box = p.bounds;
   const double e = p.restitution;
@@ -130,12 +121,19 @@ void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const doub
   for_blocks(b.size(), block_for(b.size()), [&](std::size_t i0, std::size_t i1, std::size_t) {
     for (std::size_t i = i0; i < i1; ++i) {
       double x = b.x[i], y = b.y[i];
-      // Velocity the motion implies before the walls; walls reflect it.
+      // Velocity the motion implies. On an axis where a wall clamps the body,
+      // the wall answers the velocity the body brought (still in v: the
+      // pushes moved positions only) with restitution, not the push's: a body
+      // pushed into a wall by its neighbours must not bounce off it.
       double vx = (x - px[i]) * inv_h;
       double vy = (y - py[i]) * inv_h;
       if (box.walled) {
-        wall_axis(x, vx, b.r[i], box.min.x, box.max.x, e, 0.0, 0, 0);
-        wall_axis(y, vy, b.r[i], box.min.y, box.max.y, e, 0.0, 0, 0);
+        double ux = b.vx[i], uy = b.vy[i];
+        const double x0 = x, y0 = y;
+        wall_axis(x, ux, b.r[i], box.min.x, box.max.x, e, resting);
+        wall_axis(y, uy, b.r[i], box.min.y, box.max.y, e, resting);
+        if (x != x0) vx = ux;
+        if (y != y0) vy = uy;
       }
       b.x[i] = x;
       b.y[i] = y;

@@ -1,23 +1,22 @@
-// Narrow phase: collide.
+// Narrow phase: collide (pairs) and collide_walls.
 //
-// Reads:  positions and radii, the candidate pair list.
-// Writes: the contacts of this substep (pairs that overlap or touch now, with
-//         the unit normal from the lower id to the higher id and the
-//         radius-weighted contact point), in candidate order.
+// Reads:  positions, radii and masses; the coloured candidate pair list; the
+//         warm values of the last substep.
+// Writes: the contacts of this substep (candidate pairs whose gap is below the
+//         speculative distance, with the unit normal from the lower id to the
+//         higher id, the gap, the mass shares, the radius-weighted contact
+//         point and the warm value), in candidate order, so colour by colour;
+//         the wall contacts (bodies within the speculative distance of a wall),
+//         per block, in storage order.
 //
-// Touching counts (discrete solver): the position correction leaves resting
-// pairs at contact distance, give or take rounding, and a resting pair must
-// stay a contact or the support of a pile breaks there. So a pair whose gap is
-// under a millionth of the sum of the radii is a contact. Verlet needs only
-// overlapping pairs (its push-apart does nothing to a touching pair), and
-// counting touching ones there doubled the contacts of the lattice and cost
-// it 4x in speed. (A wider, speculative
-// margin of 1% of the radius was tried: it did not lower the overlap of a
-// resting pile, 1.09% against 0.76%, and cost contacts.)
+// Speculative contacts (discrete): a pair a little apart is a contact too, so
+// a resting pair stays a contact while the solver holds it at touching
+// distance, and an approaching pair is stopped at the surface, not after it
+// sinks in (Box2D's speculative margin). Verlet passes 0: only overlapping pairs.
 //
-// Each group of blocks of the candidate list writes its own list; lists are
-// joined in order, so the contact list is the same for any thread count.
-// Coincident centres get the normal (1, 0): a fixed choice.
+// Each candidate block counts its contacts, a prefix sum gives every block its
+// slots, then each block writes its own: the contact list is the same for any
+// thread count. Coincident centres get the normal (1, 0): a fixed choice.
 
 #include <algorithm>
 #include <cmath>
@@ -27,68 +26,126 @@
 #include "stages.hpp"
 
 namespace carom::detail {
-namespace {
-constexpr double kTouchingSlop = 1.0 + 1e-6;
-constexpr std::size_t kGroup = 4;  // candidate blocks per task and contact list
-}  // namespace
-std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts& out, bool touching_counts) {
-  const double slop = touching_counts ? kTouchingSlop : 1.0;
+
+std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
+                      double speculative, bool points, Contacts& out) {
   const std::size_t nb = candidates.blocks.size();
-  // Candidate blocks are taken kGroup at a time, one contact list per group:
-  // few lists, so little memory held in their spare room.
-  const std::size_t groups = block_count(nb, kGroup);
-  out.block_pairs.resize(std::max(out.block_pairs.size(), groups));
-  out.block_geometry.resize(std::max(out.block_geometry.size(), groups));
-  const double* x = b.x.data();
-  const double* y = b.y.data();
-  const double* r = b.r.data();
+  const double* const x = b.x.data();
+  const double* const y = b.y.data();
+  const double* const r = b.r.data();
+  const double* const m = b.m.data();
+  // Pass 1: contacts per block.
+  out.block_count.assign(nb + 1, 0);
   std::vector<std::uint32_t> first(nb + 1, 0);  // candidate index of each block's first pair
   for (std::size_t blk = 0; blk < nb; ++blk)
     first[blk + 1] = first[blk] + static_cast<std::uint32_t>(candidates.blocks[blk].size());
-  for_blocks(nb, kGroup, [&, x, y, r, slop](std::size_t blk0, std::size_t blk1, std::size_t group) {
-    // The inputs are copies here, not captured references: the compiler keeps
-    // them in registers across the stores of contacts instead of reloading.
-    auto& pairs = out.block_pairs[group];
-    auto& geometry = out.block_geometry[group];
-    pairs.clear();
-    geometry.clear();
-    for (std::size_t blk = blk0; blk < blk1; ++blk) {
-      const Pair* const block = candidates.blocks[blk].data();
-      const std::size_t size = candidates.blocks[blk].size();
-      const std::uint32_t first_k = first[blk];
-      for (std::size_t k = 0; k < size; ++k) {
-        const Pair p = block[k];
-        const double dx = x[p.b] - x[p.a];
-        const double dy = y[p.b] - y[p.a];
-        const double reach = r[p.a] + r[p.b];
-        const double near = reach * slop;
-        const double d2 = dx * dx + dy * dy;
-        if (d2 >= near * near) continue;
-        Contact ct;
-        ct.state = kTouching;
-        ct.px = (r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach;
-        ct.py = (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach;
-        ct.candidate = first_k + static_cast<std::uint32_t>(k);
-        if (d2 > 0.0) {
-          const double d = std::sqrt(d2);
-          ct.nx = dx / d;
-          ct.ny = dy / d;
-        } else {
-          ct.nx = 1.0;
-          ct.ny = 0.0;
+  for_blocks(nb, 1, [&, x, y, r, speculative](std::size_t blk, std::size_t, std::size_t) {
+    const Pair* const block = candidates.blocks[blk].data();
+    const std::size_t size = candidates.blocks[blk].size();
+    std::uint32_t count = 0;
+    for (std::size_t k = 0; k < size; ++k) {
+      const Pair p = block[k];
+      const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
+      const double near = r[p.a] + r[p.b] + speculative;
+      count += dx * dx + dy * dy < near * near;
+    }
+    out.block_count[blk + 1] = count;
+  });
+  for (std::size_t blk = 0; blk < nb; ++blk) out.block_count[blk + 1] += out.block_count[blk];
+  const std::size_t total = out.block_count[nb];
+  out.pairs.resize(total);
+  out.geometry.resize(total);
+  out.candidate.resize(total);
+  out.collided.assign(total, 0);
+  if (points) out.point.resize(total);
+  const std::uint32_t colours = colouring.colours();
+  out.colour_begin.resize(colours + 1);
+  for (std::uint32_t c = 0; c <= colours; ++c) out.colour_begin[c] = out.block_count[colouring.block_begin[c]];
+
+  // Pass 2: each block writes its slots, warm values merged in (both lists
+  // are in candidate order).
+  const auto& warm = out.warm;
+  for_blocks(nb, 1, [&, x, y, r, m, speculative, points](std::size_t blk, std::size_t, std::size_t) {
+    const Pair* const block = candidates.blocks[blk].data();
+    const std::size_t size = candidates.blocks[blk].size();
+    std::size_t slot = out.block_count[blk];
+    const std::uint32_t first_k = first[blk];
+    std::size_t w = static_cast<std::size_t>(
+        std::lower_bound(warm.begin(), warm.end(), std::make_pair(first_k, 0.0)) - warm.begin());
+    for (std::size_t k = 0; k < size; ++k) {
+      const Pair p = block[k];
+      const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
+      const double reach = r[p.a] + r[p.b];
+      const double near = reach + speculative;
+      const double d2 = dx * dx + dy * dy;
+      if (!(d2 < near * near)) continue;
+      const std::uint32_t cand = first_k + static_cast<std::uint32_t>(k);
+      Contact& c = out.geometry[slot];
+      double d = 0.0;
+      if (d2 > 0.0) {
+        d = std::sqrt(d2);
+        c.nx = dx / d;
+        c.ny = dy / d;
+      } else {
+        c.nx = 1.0;
+        c.ny = 0.0;
+      }
+      c.sep = d - reach;
+      c.spare = 0.0;
+      // Equal masses share by exactly 1/2 (m / 2m may not round to it).
+      const double ma = m[p.a], mb = m[p.b];
+      if (ma == mb) {
+        c.share_a = c.share_b = 0.5;
+      } else {
+        const double inv = 1.0 / (ma + mb);
+        c.share_a = mb * inv;
+        c.share_b = ma * inv;
+      }
+      while (w < warm.size() && warm[w].first < cand) ++w;
+      c.accum = w < warm.size() && warm[w].first == cand ? warm[w].second : 0.0;
+      c.bounce = 0.0;
+      if (points)
+        out.point[slot] = {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach};
+      out.pairs[slot] = p;
+      out.candidate[slot] = cand;
+      ++slot;
+    }
+  });
+  return total;
+}
+
+void collide_walls(const BodyStore& b, const Bounds& box, double speculative, WallContacts& walls) {
+  std::swap(walls.blocks, walls.last);
+  const std::size_t n = b.size();
+  const std::size_t nb = box.walled ? block_count(n, kWallBlock) : 0;
+  walls.blocks.resize(nb);
+  const bool warm = walls.warm && walls.last.size() == nb;
+  for_blocks(n, kWallBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    if (!box.walled) return;
+    auto& out = walls.blocks[blk];
+    out.clear();
+    const std::vector<WallContact>* last = warm ? &walls.last[blk] : nullptr;
+    std::size_t w = 0;
+    const double* const x = b.x.data();
+    const double* const y = b.y.data();
+    const double* const r = b.r.data();
+    for (std::size_t i = i0; i < i1; ++i) {
+      const double gaps[4] = {x[i] - r[i] - box.min.x, box.max.x - r[i] - x[i], y[i] - r[i] - box.min.y,
+                              box.max.y - r[i] - y[i]};
+      for (std::uint32_t wall = 0; wall < 4; ++wall) {
+        if (!(gaps[wall] < speculative)) continue;
+        WallContact c;
+        c.entry = static_cast<std::uint32_t>(i) << 2 | wall;
+        c.sep = gaps[wall];
+        if (last) {
+          while (w < last->size() && (*last)[w].entry < c.entry) ++w;
+          if (w < last->size() && (*last)[w].entry == c.entry) c.accum = (*last)[w].accum;
         }
-        pairs.push_back(p);
-        geometry.push_back(ct);
+        out.push_back(c);
       }
     }
   });
-  out.pairs.clear();
-  out.geometry.clear();
-  for (std::size_t g = 0; g < groups; ++g) {
-    out.pairs.insert(out.pairs.end(), out.block_pairs[g].begin(), out.block_pairs[g].end());
-    out.geometry.insert(out.geometry.end(), out.block_geometry[g].begin(), out.block_geometry[g].end());
-  }
-  return out.pairs.size();
+  if (!box.walled) walls.blocks.clear();
 }
 
 }  // namespace carom::detail

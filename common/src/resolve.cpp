@@ -1,43 +1,65 @@
-// Contact resolution: resolve_contacts, and record_events.
+// Contact resolution: colour_pairs, solve_contacts and relax_contacts
+// (discrete), push_contacts and restitute_contacts (Verlet), record_events,
+// and the warm values' trip across a rebuild of the pair list.
 //
-// Reads:  the contacts of the narrow phase, ordered into rounds by
-//         order_contacts (the minimum-ordering rule).
-// Writes: velocities (discrete) and positions of the two bodies of each contact.
+// Reads:  the contacts and wall contacts of the narrow phase, in colour order.
+// Writes: velocities (discrete, and Verlet's restitution pass) and positions
+//         (Verlet's push) of the two bodies of each contact; each contact's
+//         accumulated values.
 //
-// Rounds run one after another; the contacts of one round share no body and run
-// in parallel. The result equals applying every contact one by one in
-// contact_key order (see contact_order.cpp), whatever the thread count. Walls
-// (bodies pressed against one, from the last position update) act as
-// infinitely heavy partners, in parallel before each pass over the pairs.
+// Order (the deterministic ordering rule): walls first (each wall contact
+// touches one body; a body's wall contacts sit in one block, in wall order),
+// then the contacts colour by colour. Contacts of one colour share no body, so
+// they run in parallel in any split with the same bits; colours come from the
+// candidate list (colour_pairs: greedy, in candidate order), a function of the
+// ids and of the anchors the list was built from (which a saved world
+// carries). So the result is the same whatever the thread count and the
+// insertion order, and a restored world continues bit for bit.
 //
-// Discrete (sequential impulses): with fa = m_a / (m_a + m_b) and
-// fb = m_b / (m_a + m_b), changing the relative normal velocity u = u_b - u_a
-// by du moves u_a by -fb du and u_b by +fa du (momentum unchanged). Two kinds
-// of passes, each repeated up to Params::iterations until nothing acts:
-//  1. Impacts. A pair approaching faster than the resting speed collides as an
-//     isolated pair would: u becomes -e u, the textbook 1D result written in
-//     mass fractions so equal masses give fractions of exactly 1/2. Walls
-//     reflect the same way. Each impact is a whole two-body collision, so with
-//     e = 1 each conserves kinetic energy and so does any cluster of them (a
-//     blow passes down a row of touching bodies, as in Newton's cradle).
-//     Relaxing a cluster as one inelastic block and adding the bounce after
-//     (Box2D's way) loses energy whenever three bodies meet in a substep: an
-//     elastic gas would cool by a third in half a minute.
-//  2. Resting contacts. Whatever still approaches (slower than the resting
-//     speed, or left by the iteration cap) is brought to u = 0, starting from
-//     last substep's accumulated change (warm starting), which is what lets a
-//     tall pile carry its weight: without it, support climbs one contact per
-//     pass and the pile "falls" in place while the position correction hides
-//     it. The accumulated change is kept >= 0, and does not include impacts.
-// After integrate_positions, correct_positions runs three passes that each
-// remove half the overlap left along each normal, moving a by fb and b by fa
-// of it: positions only, no kinetic energy added.
-// Verlet: the same position correction, Params::iterations passes;
-// velocities follow from the motion.
+// Discrete: Box2D v3's soft step, with impacts kept as whole two-body
+// collisions. Changing the relative normal velocity u = u_b - u_a by du moves
+// u_a by -share_a du and u_b by +share_b du (share_a = m_b / (m_a + m_b)), so
+// momentum is unchanged and equal masses share by exactly 1/2. Per substep:
+//  1. Impacts. A contact approaching faster than the resting speed that meets
+//     within the substep (gap + u h <= 0) collides as an isolated pair would:
+//     u becomes -e u. Passes repeat until none fires (after the first, only
+//     contacts of bodies an impact changed are looked at). Each impact is a
+//     whole two-body collision, so with e = 1 each conserves kinetic energy,
+//     and so does any cluster of them (a blow passes down a row as in Newton's
+//     cradle). Relaxing a cluster as one inelastic block and bouncing after
+//     (Box2D's way) cools an elastic gas by a third in half a minute. A pair
+//     still apart meets after t = gap / -u: its first impact also moves the
+//     bodies by (old - new velocity) t, so the substep ends where a bounce at
+//     the moment of contact puts them (nothing is reflected early).
+//  2. Warm start: every contact starts from what it carried last substep
+//     (what lets a pile carry its weight with few passes).
+//  3. Soft passes with bias: a separated (speculative) contact may close its
+//     gap within the substep and no more; an overlapping one is a stiff,
+//     heavily damped spring (Box2D's soft contact) pushing apart at most
+//     max_push. The accumulated change stays >= 0.
+//  4. (integrate_positions moves the bodies.)
+//  5. Relax passes without the bias: what the contact carries is taken back
+//     as far as it is not needed to stop an approach, so overlap is removed
+//     through positions without adding kinetic energy. A contact that carries
+//     nothing is left alone here: after the move, a pair that meets now is
+//     the next substep's impact, and relaxing it would make it inelastic
+//     (Box2D's relax does, and cools an elastic gas).
+//  6. What each contact carries warm-starts the next substep.
+// Verlet: position passes push overlapping pairs fully apart along their
+// normal at the start of the substep (never through each other), a wall
+// holding what it clamps; velocities follow from the motion, and then
+// velocity passes give each pushed pair the normal velocity restitution
+// gives it (-e times its approach before the push, 0 below the resting
+// speed), so the push-apart does not turn into energy.
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
+#include <numbers>
 #include <span>
 
 #include "parallel.hpp"
@@ -46,346 +68,425 @@
 namespace carom::detail {
 namespace {
 
-constexpr std::size_t kBlock = 2048;
-// Discrete position correction: each pass removes this fraction of the
-// overlap left along each normal. A full correction overshoots in a jammed
-// pile (pairs push each other back and forth, lifting the pile against
-// gravity every substep: energy from nowhere); half, three times, settles.
-constexpr double kPositionCorrection = 0.5;
-constexpr int kPositionPasses = 3;
+constexpr std::uint32_t kOverflow = kColours - 1;  // pairs that found every other colour taken
+constexpr std::size_t kPairBlock = 4096;          // candidates per block of the coloured list
+constexpr std::size_t kGrain = 512;               // contacts per parallel task, at least
 
-// Changes the relative normal velocity of a contact by du (m/s), sharing it
-// by mass fractions so momentum is unchanged: a loses fb du, b gains fa du.
-inline void push_velocity(BodyStore& b, Pair p, const Contact& ct, double du) {
-  const double ma = b.m[p.a], mb = b.m[p.b];
-  const double fa = ma / (ma + mb), fb = mb / (ma + mb);
-  b.vx[p.a] -= fb * du * ct.nx;
-  b.vy[p.a] -= fb * du * ct.ny;
-  b.vx[p.b] += fa * du * ct.nx;
-  b.vy[p.b] += fa * du * ct.ny;
-}
-
-inline double normal_velocity(const BodyStore& b, Pair p, const Contact& ct) {
-  return (b.vx[p.b] - b.vx[p.a]) * ct.nx + (b.vy[p.b] - b.vy[p.a]) * ct.ny;
-}
-
-// Start of the discrete passes: nothing accumulated yet, not an impact (yet).
-inline void classify(Contact& ct) {
-  ct.accum = 0.0;
-  ct.bounce = 0.0;
-  ct.state = kTouching;
-}
-
-// An impact: a pair approaching faster than the resting speed collides as an
-// isolated pair would, its relative normal velocity u becoming -e u (the
-// textbook 1D result, u_a' = u_a + (1 + e) fb u, in mass fractions so equal
-// masses give fractions of exactly 1/2). Every impact is a whole two-body
-// collision, so with e = 1 each one conserves kinetic energy exactly, however
-// many bodies meet in one substep (a body hit while touching two others passes
-// the blow on, as in Newton's cradle). Returns whether it fired.
-inline bool impact(BodyStore& b, Pair p, Contact& ct, double e, double resting) {
-  const double un = normal_velocity(b, p, ct);
-  if (!(un < -resting)) return false;
-  const double du = -(1.0 + e) * un;
-  push_velocity(b, p, ct, du);
-  ct.bounce += du;
-  ct.state = kCollided;
-  return true;
-}
-
-// Resting contacts start from last substep's accumulated change: what lets
-// a tall pile carry its weight (support would otherwise climb one contact per
-// pass, and the pile would "fall" in place, the position correction hiding it).
-inline void warm_start(BodyStore& b, Pair p, Contact& ct) {
-  const double w = ct.impulse;  // the warm value until the passes end
-  if (w > 0.0) {
-    push_velocity(b, p, ct, w);
-    ct.accum = w;
-  }
-}
-
-// Moves the relative normal velocity to `target`, keeping the accumulated
-// change >= 0 (contacts push, never pull). Changes below 1e-12 of the speeds
-// involved count as converged and are not applied, so an isolated impact is
-// exactly the textbook formula.
-inline bool solve_velocity(BodyStore& b, Pair p, Contact& ct, double target) {
-  const double un = normal_velocity(b, p, ct);
-  const double tol = 1e-12 * (std::abs(target) + std::abs(un)) + 1e-300;
-  double du = target - un;
-  if (du <= tol && (du >= -tol || ct.accum == 0.0)) return false;
-  du = std::max(du, -ct.accum);
-  push_velocity(b, p, ct, du);
-  ct.accum += du;
-  return true;
-}
-
-inline void clamp_body(BodyStore& b, std::uint32_t i, const Bounds& box) {
-  b.x[i] = std::clamp(b.x[i], box.min.x + b.r[i], box.max.x - b.r[i]);
-  b.y[i] = std::clamp(b.y[i], box.min.y + b.r[i], box.max.y - b.r[i]);
-}
-
-// Removes `beta` of the overlap left along the normal; returns the correction
-// (m). With a box, a wall holds a body it clamps and the other body moves.
-inline double apply_position(BodyStore& b, Pair p, const Contact& ct, double beta = 1.0, const Bounds* box = nullptr) {
-  const std::uint32_t i = p.a, j = p.b;
-  const double nx = ct.nx, ny = ct.ny;
-  const double sep = beta * ((b.x[j] - b.x[i]) * nx + (b.y[j] - b.y[i]) * ny - (b.r[i] + b.r[j]));
-  if (!(sep < 0.0)) return 0.0;
-  const double ma = b.m[i], mb = b.m[j];
-  const double fa = ma / (ma + mb), fb = mb / (ma + mb);
-  b.x[i] += fb * sep * nx;
-  b.y[i] += fb * sep * ny;
-  b.x[j] -= fa * sep * nx;
-  b.y[j] -= fa * sep * ny;
-  if (box) {
-    // A wall holds a body it clamps: the other body takes that share.
-    const double xi = b.x[i], yi = b.y[i], xj = b.x[j], yj = b.y[j];
-    clamp_body(b, i, *box);
-    clamp_body(b, j, *box);
-    const bool held_i = b.x[i] != xi || b.y[i] != yi, held_j = b.x[j] != xj || b.y[j] != yj;
-    if (held_i != held_j) {
-      const double rest = beta * ((b.x[j] - b.x[i]) * nx + (b.y[j] - b.y[i]) * ny - (b.r[i] + b.r[j]));
-      if (rest < 0.0) {
-        const std::uint32_t k = held_i ? j : i;
-        const double s = held_i ? -rest : rest;
-        b.x[k] += s * nx;
-        b.y[k] += s * ny;
-        clamp_body(b, k, *box);
-      }
-    }
-  }
-  return -sep;
-}
-
-// A wall is an infinitely heavy partner. For each wall a body touches (entry:
-// storage index << 4 | wall bits) whose velocity component points into it,
-// `into(v)` may change that component; returns whether any call did.
-template <class Into>
-inline bool for_walls_into(BodyStore& b, std::uint32_t entry, Into&& into) {
-  const std::uint32_t i = entry >> 4;
-  bool hit = false;
-  auto axis = [&](double& v, bool lo, bool hi) {
-    if ((lo && v < 0.0) || (hi && v > 0.0)) hit |= into(v);
-  };
-  axis(b.vx[i], entry & kWallMinX, entry & kWallMaxX);
-  axis(b.vy[i], entry & kWallMinY, entry & kWallMaxY);
-  return hit;
-}
-
-// Impact passes: a velocity into a wall faster than the resting speed is
-// reflected with restitution (a contact pushed the body back into the wall it
-// bounced off in integrate_positions); slower ones are the resting passes'.
-inline bool bounce_walls(BodyStore& b, std::uint32_t entry, double e, double resting) {
-  return for_walls_into(b, entry, [&](double& v) {
-    if (!(std::abs(v) > resting)) return false;
-    v = -e * v;
-    return true;
-  });
-}
-
-// Resting passes: the velocity into a wall is removed.
-inline bool stop_walls(BodyStore& b, std::uint32_t entry) {
-  return for_walls_into(b, entry, [](double& v) {
-    v = 0.0;
-    return true;
-  });
-}
-
-// Runs fn(contact index) for every contact, round by round, the contacts of
-// a round in parallel. Returns the sum of fn's results (an integer, so the
-// grouping does not matter).
+// Runs fn(k) for every contact k, colour by colour; the contacts of a colour
+// in parallel (they share no body: any split, same bits). The overflow colour
+// runs in order on one thread. Returns the sum of fn's results.
 template <class Fn>
-std::uint64_t for_rounds(const ContactSchedule& s, Fn&& fn) {
-  std::atomic<std::uint64_t> total{0};
-  for (std::size_t r = 0; r < s.rounds(); ++r) {
-    const std::size_t k0 = s.round_begin[r];
-    const std::size_t len = s.round_begin[r + 1] - k0;
-    for_blocks(len, kBlock, [&](std::size_t lo, std::size_t hi, std::size_t) {
+std::uint64_t for_colours(const Contacts& cs, Fn&& fn) {
+  std::uint64_t total = 0;
+  const std::uint32_t colours = cs.colours();
+  for (std::uint32_t c = 0; c < colours; ++c) {
+    const std::size_t k0 = cs.colour_begin[c], k1 = cs.colour_begin[c + 1];
+    if (c == kOverflow || k1 - k0 < 2 * kGrain) {
       std::uint64_t count = 0;
-      for (std::size_t k = k0 + lo; k < k0 + hi; ++k) count += fn(s.order[k]);
-      if (count) total.fetch_add(count, std::memory_order_relaxed);
-    });
-  }
-  return total.load();
-}
-
-// Islands below this many contacts in all, each below kMaxIsland, run as
-// islands; else by rounds (the same rule, so the same bits either way: the
-// choice is speed only). Islands need one parallel loop per stage where rounds
-// need one per round and pass; a pile's single huge island needs rounds, and
-// many contacts make the (sequential) union-find cost more than the rounds.
-// After a failed try (an island too big) islands are not tried again for
-// kIslandBackoff substeps: piles stay piles.
-constexpr std::size_t kIslandsBelow = 1 << 13;
-constexpr std::size_t kMaxIsland = 2048;
-constexpr std::size_t kIslandChunk = 64;
-constexpr std::uint32_t kIslandBackoff = 16;  // contacts per parallel task, roughly
-
-// Runs fn(contacts of island, walls of island) for every island, islands in
-// parallel (they share no body, so any split gives the same bits).
-template <class Fn>
-void for_islands(const ContactIslands& is, Fn&& fn) {
-  const std::size_t n = is.size();
-  if (n == 0) return;
-  const std::size_t per_task = std::max<std::size_t>(1, n * kIslandChunk / std::max<std::size_t>(is.order.size(), 1));
-  for_blocks(n, per_task, [&](std::size_t k0, std::size_t k1, std::size_t) {
-    for (std::size_t k = k0; k < k1; ++k) {
-      fn(std::span<const std::uint32_t>(is.order.data() + is.begin[k], is.begin[k + 1] - is.begin[k]),
-         std::span<const std::uint32_t>(is.walls.data() + is.walls_begin[k], is.walls_begin[k + 1] - is.walls_begin[k]));
+      for (std::size_t k = k0; k < k1; ++k) count += fn(k);
+      total += count;
+      continue;
     }
-  });
+    std::atomic<std::uint64_t> sum{0};
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(k0, k1, kGrain), [&](const tbb::blocked_range<std::size_t>& r) {
+      std::uint64_t count = 0;
+      for (std::size_t k = r.begin(); k < r.end(); ++k) count += fn(k);
+      if (count) sum.fetch_add(count, std::memory_order_relaxed);
+    });
+    total += sum.load(std::memory_order_relaxed);
+  }
+  return total;
 }
 
-// Verlet: one contact's push-apart, its implied impulse recorded. Returns
-// whether it moved anything.
-inline bool push_apart(BodyStore& b, Pair pr, Contact& ct, double inv_h) {
-  const double fa = b.m[pr.a] / (b.m[pr.a] + b.m[pr.b]);
-  const double corr = apply_position(b, pr, ct);
-  if (corr == 0.0) return false;
-  ct.impulse += b.m[pr.b] * fa * corr * inv_h;
-  ct.state = kCollided;
+// Runs fn(wall contact) for every wall contact, blocks in parallel (a body's
+// wall contacts are in one block, in wall order). Returns the sum.
+template <class Fn>
+std::uint64_t for_walls(WallContacts& walls, Fn&& fn) {
+  std::atomic<std::uint64_t> sum{0};
+  for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
+    std::uint64_t count = 0;
+    for (WallContact& w : walls.blocks[blk]) count += fn(w);
+    if (count) sum.fetch_add(count, std::memory_order_relaxed);
+  });
+  return sum.load(std::memory_order_relaxed);
+}
+
+// --- pairs ---------------------------------------------------------------
+
+struct Vel {
+  double* vx;
+  double* vy;
+};
+struct Pos {
+  double* x;
+  double* y;
+};
+
+inline double normal_velocity(Vel v, Pair p, const Contact& c) {
+  return (v.vx[p.b] - v.vx[p.a]) * c.nx + (v.vy[p.b] - v.vy[p.a]) * c.ny;
+}
+
+inline void push_velocity(Vel v, Pair p, const Contact& c, double du) {
+  v.vx[p.a] -= c.share_a * du * c.nx;
+  v.vy[p.a] -= c.share_a * du * c.ny;
+  v.vx[p.b] += c.share_b * du * c.nx;
+  v.vy[p.b] += c.share_b * du * c.ny;
+}
+
+// An impact: u becomes -e u, the textbook 1D result (u_a' = u_a + (1 + e)
+// share_a u), for a pair approaching faster than the resting speed that meets
+// within the substep.
+// A pair still apart (speculative) meets after t = gap / -u: until then it
+// moves at the old velocities, so each body is moved by (old - new velocity)
+// t, and the substep ends where the collision at the moment of contact puts it.
+inline bool impact(Vel v, Pos x, Pair p, Contact& c, std::uint8_t& collided, const SolveContext& ctx) {
+  const double un = normal_velocity(v, p, c);
+  if (!(un < -ctx.resting) || !(c.sep + un * ctx.h <= 0.0)) return false;
+  const double du = -(1.0 + ctx.restitution) * un;
+  push_velocity(v, p, c, du);
+  if (c.sep > 0.0 && c.bounce == 0.0) {
+    const double moved = du * (c.sep / -un);
+    x.x[p.a] += c.share_a * moved * c.nx;
+    x.y[p.a] += c.share_a * moved * c.ny;
+    x.x[p.b] -= c.share_b * moved * c.nx;
+    x.y[p.b] -= c.share_b * moved * c.ny;
+  }
+  c.bounce += du;
+  collided = 1;
   return true;
 }
 
-// The discrete velocity passes of one island (or, by rounds, of all
-// contacts): what resolve_contacts documents, per island.
-template <class Contacts_, class Walls_>
-void solve_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo,
-                           bool warmed, const Params& p, double resting,
-                           const Contacts_& cs, const Walls_& ws) {
-  const double e = p.restitution;
-  for (const std::uint32_t c : cs) classify(geo[c]);
-  for (int it = 0; it < p.iterations; ++it) {
-    bool fired = false;
-    for (const std::uint32_t entry : ws) fired |= bounce_walls(b, entry, e, resting);
-    for (const std::uint32_t c : cs) fired |= impact(b, pairs[c], geo[c], e, resting);
-    if (!fired) break;
+// One soft pass over a contact (Box2D v3's solve with bias, or its relax
+// without), in relative velocity units, at the current gap.
+inline void soft(Vel v, Pair p, Contact& c, double gap, const Softness& sf, bool use_bias, const SolveContext& ctx) {
+  const double un = normal_velocity(v, p, c);
+  // The relax pass (no bias) only takes back what the contact carries: it
+  // comes after the positions moved, so a pair that meets now is the next
+  // substep's impact, which relaxing it here would make inelastic (Box2D's
+  // relax does, and cools an elastic gas).
+  if (c.accum == 0.0 && !use_bias) return;
+  double bias = 0.0, mass_scale = 1.0, impulse_scale = 0.0;
+  if (gap > 0.0) {
+    // Speculative: may close the gap within the substep, no more.
+    bias = gap * ctx.inv_h;
+  } else if (use_bias) {
+    bias = std::max(sf.mass_scale * sf.bias_rate * gap, -ctx.max_push);
+    mass_scale = sf.mass_scale;
+    impulse_scale = sf.impulse_scale;
   }
-  if (warmed)
-    for (const std::uint32_t c : cs) warm_start(b, pairs[c], geo[c]);
-  for (int it = 0; it < p.iterations; ++it) {
-    bool changed = false;
-    for (const std::uint32_t entry : ws) changed |= stop_walls(b, entry);
-    for (const std::uint32_t c : cs) changed |= solve_velocity(b, pairs[c], geo[c], 0.0);
-    if (!changed) break;
-  }
+  const double accum = std::max(c.accum - (mass_scale * un + bias) - impulse_scale * c.accum, 0.0);
+  const double change = accum - c.accum;
+  if (change == 0.0) return;
+  c.accum = accum;
+  push_velocity(v, p, c, change);
 }
 
-// Verlet: the position passes of one island.
-template <class Contacts_>
-void push_island(BodyStore& b, std::span<const Pair> pairs, std::vector<Contact>& geo, const Params& p, double inv_h,
-                 const Contacts_& cs) {
-  for (int it = 0; it < p.iterations; ++it) {
-    bool moved = false;
-    for (const std::uint32_t c : cs) moved |= push_apart(b, pairs[c], geo[c], inv_h);
-    if (!moved) break;
+// --- walls ---------------------------------------------------------------
+
+// Inside the box exactly as the walls write it: min + r <= x <= max - r.
+inline void clamp_into(double& x, double& y, double r, const Bounds& box) {
+  x = std::clamp(x, box.min.x + r, box.max.x - r);
+  y = std::clamp(y, box.min.y + r, box.max.y - r);
+}
+
+// The inward normal of wall w (0 min x, 1 max x, 2 min y, 3 max y) is +1 or -1
+// along x (w < 2) or y.
+inline double& wall_velocity(Vel v, std::uint32_t entry) {
+  const std::uint32_t i = entry >> 2;
+  return (entry & 2u) ? v.vy[i] : v.vx[i];
+}
+inline double wall_sign(std::uint32_t entry) { return (entry & 1u) ? -1.0 : 1.0; }
+
+inline bool wall_impact(Vel v, Pos x, WallContact& w, const SolveContext& ctx) {
+  double& vel = wall_velocity(v, w.entry);
+  const double s = wall_sign(w.entry);
+  const double un = s * vel;
+  if (!(un < -ctx.resting) || !(w.sep + un * ctx.h <= 0.0)) return false;
+  const double du = -(1.0 + ctx.restitution) * un;
+  vel += s * du;
+  if (w.sep > 0.0 && w.bounce == 0.0) wall_velocity(Vel{x.x, x.y}, w.entry) -= s * du * (w.sep / -un);  // as impact()
+  w.bounce += du;
+  w.collided = 1;
+  return true;
+}
+
+inline void wall_soft(Vel v, WallContact& w, double gap, bool use_bias, const SolveContext& ctx) {
+  double& vel = wall_velocity(v, w.entry);
+  const double s = wall_sign(w.entry);
+  const double un = s * vel;
+  if (w.accum == 0.0 && !use_bias) return;  // as soft()
+  double bias = 0.0, mass_scale = 1.0, impulse_scale = 0.0;
+  const Softness& sf = ctx.wall_soft;
+  if (gap > 0.0) {
+    bias = gap * ctx.inv_h;
+  } else if (use_bias) {
+    bias = std::max(sf.mass_scale * sf.bias_rate * gap, -ctx.max_push);
+    mass_scale = sf.mass_scale;
+    impulse_scale = sf.impulse_scale;
+  }
+  const double accum = std::max(w.accum - (mass_scale * un + bias) - impulse_scale * w.accum, 0.0);
+  const double change = accum - w.accum;
+  if (change == 0.0) return;
+  w.accum = accum;
+  vel += s * change;
+}
+
+// The gap to wall `entry` now (positions moved since detection).
+inline double wall_gap(const BodyStore& b, std::uint32_t entry, const Bounds& box) {
+  const std::uint32_t i = entry >> 2;
+  switch (entry & 3u) {
+    case 0: return b.x[i] - b.r[i] - box.min.x;
+    case 1: return box.max.x - b.r[i] - b.x[i];
+    case 2: return b.y[i] - b.r[i] - box.min.y;
+    default: return box.max.y - b.r[i] - b.y[i];
   }
 }
 
 }  // namespace
 
-std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
-                               double resting, double h) {
-  ContactSchedule& s = contacts.schedule;
-  const double e = p.restitution;
-  auto& geo = contacts.geometry;
-  const auto& pairs = contacts.pairs;
-  const bool discrete = p.solver == Solver::kDiscrete;
-  const double inv_h = 1.0 / h;
-  const bool warmed = !contacts.warm.empty();
-  if (warmed) {
-    // Contacts and warm values are both in candidate order: one merge.
-    std::size_t w = 0;
-    for (Contact& ct : geo) {
-      while (w < contacts.warm.size() && contacts.warm[w].first < ct.candidate) ++w;
-      ct.impulse = w < contacts.warm.size() && contacts.warm[w].first == ct.candidate ? contacts.warm[w].second : 0.0;
+void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out) {
+  out.used.assign(bodies, 0);
+  out.colour.resize(pairs.count);
+  std::vector<std::uint32_t> count(kColours, 0);
+  constexpr std::uint64_t kNormal = (std::uint64_t{1} << kOverflow) - 1;
+  std::size_t k = 0;
+  for (const auto& block : pairs.blocks) {
+    for (const Pair p : block) {
+      const std::uint64_t free = ~(out.used[p.a] | out.used[p.b]) & kNormal;
+      std::uint32_t c = kOverflow;
+      if (free != 0) {
+        c = static_cast<std::uint32_t>(std::countr_zero(free));
+        out.used[p.a] |= std::uint64_t{1} << c;
+        out.used[p.b] |= std::uint64_t{1} << c;
+      }
+      out.colour[k++] = static_cast<std::uint8_t>(c);
+      ++count[c];
     }
   }
-  // Islands or rounds: the same rule, so the same bits (the choice is speed).
-  const bool try_islands = pairs.size() < kIslandsBelow && contacts.island_backoff == 0;
-  if (contacts.island_backoff > 0) --contacts.island_backoff;
-  contacts.by_islands = try_islands && build_islands(b.id, pairs, walls.blocks, kMaxIsland, contacts.islands, s.reserved);
-  if (try_islands && !contacts.by_islands) contacts.island_backoff = kIslandBackoff;
-  if (contacts.by_islands) {
-    const ContactIslands& is = contacts.islands;
-    contacts.rounds = is.depth;
-    if (discrete) {
-      // Bodies against a wall and in no contact: one pass does all there is.
-      if (p.iterations > 0)
-        for_blocks(is.lone_walls.size(), kBlock, [&](std::size_t w0, std::size_t w1, std::size_t) {
-          for (std::size_t w = w0; w < w1; ++w) {
-            bounce_walls(b, is.lone_walls[w], p.restitution, resting);
-            stop_walls(b, is.lone_walls[w]);
+  std::uint32_t colours = 0;
+  for (std::uint32_t c = 0; c < kColours; ++c)
+    if (count[c]) colours = c + 1;
+  // Blocks of one colour each, colours in order, candidates in order within.
+  std::vector<std::vector<Pair>> blocks;
+  out.begin.assign(colours + 1, 0);
+  out.block_begin.assign(colours + 1, 0);
+  std::vector<std::size_t> first_block(colours + 1, 0);
+  for (std::uint32_t c = 0; c < colours; ++c) {
+    out.begin[c + 1] = out.begin[c] + count[c];
+    first_block[c + 1] = first_block[c] + block_count(count[c], kPairBlock);
+    out.block_begin[c + 1] = static_cast<std::uint32_t>(first_block[c + 1]);
+  }
+  blocks.resize(first_block[colours]);
+  for (std::uint32_t c = 0; c < colours; ++c)
+    for (std::size_t blk = first_block[c]; blk < first_block[c + 1]; ++blk)
+      blocks[blk].reserve(std::min<std::size_t>(kPairBlock, count[c] - (blk - first_block[c]) * kPairBlock));
+  std::vector<std::size_t> fill(colours, 0);
+  k = 0;
+  for (const auto& block : pairs.blocks) {
+    for (const Pair p : block) {
+      const std::uint32_t c = out.colour[k++];
+      blocks[first_block[c] + fill[c] / kPairBlock].push_back(p);
+      ++fill[c];
+    }
+  }
+  pairs.blocks = std::move(blocks);
+}
+
+std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
+  const Vel v{b.vx.data(), b.vy.data()};
+  const Pos pos{b.x.data(), b.y.data()};
+  Contact* const geo = cs.geometry.data();
+  const Pair* const pairs = cs.pairs.data();
+  std::uint8_t* const collided = cs.collided.data();
+
+  // 1. Impacts, until none fires. After the first pass only contacts with a
+  // body whose velocity an impact changed (last pass, or this one in an
+  // earlier colour) can fire: the others are skipped.
+  const int kImpactPasses = std::max(ctx.iterations, 16);
+  const std::size_t n = b.size();
+  cs.fired_now.assign(n, 0);
+  cs.fired_before.assign(n, 0);
+  for (int it = 0; it < kImpactPasses; ++it) {
+    if (it > 0) {
+      std::swap(cs.fired_now, cs.fired_before);
+      std::fill(cs.fired_now.begin(), cs.fired_now.end(), 0);
+    }
+    std::uint8_t* const now = cs.fired_now.data();
+    const std::uint8_t* const before = cs.fired_before.data();
+    const bool all = it == 0;
+    const std::uint64_t fired =
+        for_walls(walls, [&](WallContact& w) -> std::uint32_t {
+          const std::uint32_t i = w.entry >> 2;
+          if (!all && !before[i] && !now[i]) return 0u;
+          if (!wall_impact(v, pos, w, ctx)) return 0u;
+          now[i] = 1;
+          return 1u;
+        }) +
+        for_colours(cs, [&](std::size_t k) -> std::uint32_t {
+          const Pair p = pairs[k];
+          if (!all && !(before[p.a] | before[p.b] | now[p.a] | now[p.b])) return 0u;
+          if (!impact(v, pos, p, geo[k], collided[k], ctx)) return 0u;
+          now[p.a] = now[p.b] = 1;
+          return 1u;
+        });
+    if (fired == 0) break;
+  }
+  // 2. Warm start (accum holds last substep's value since the narrow phase).
+  for_walls(walls, [&](WallContact& w) {
+    if (w.accum > 0.0) wall_velocity(v, w.entry) += wall_sign(w.entry) * w.accum;
+    return 0u;
+  });
+  for_colours(cs, [&](std::size_t k) {
+    if (geo[k].accum > 0.0) push_velocity(v, pairs[k], geo[k], geo[k].accum);
+    return 0u;
+  });
+  // 3. Soft passes with bias, at the gaps of detection (positions have not moved).
+  for (int it = 0; it < ctx.iterations; ++it) {
+    for_walls(walls, [&](WallContact& w) {
+      wall_soft(v, w, w.sep, true, ctx);
+      return 0u;
+    });
+    for_colours(cs, [&](std::size_t k) {
+      soft(v, pairs[k], geo[k], geo[k].sep, ctx.pair_soft, true, ctx);
+      return 0u;
+    });
+  }
+  std::uint64_t count = 0;
+  for (std::size_t k = 0; k < cs.size(); ++k) count += collided[k];
+  return count;
+}
+
+Softness make_softness(double hertz, double zeta, double h) {
+  if (hertz <= 0.0) return {0.0, 1.0, 0.0};
+  const double omega = 2.0 * std::numbers::pi * hertz;
+  const double a1 = 2.0 * zeta + h * omega;
+  const double a2 = h * omega * a1;
+  const double a3 = 1.0 / (1.0 + a2);
+  return {omega / a1, a2 * a3, a3};
+}
+
+void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
+  const Vel v{b.vx.data(), b.vy.data()};
+  Contact* const geo = cs.geometry.data();
+  const Pair* const pairs = cs.pairs.data();
+  const double* const x = b.x.data();
+  const double* const y = b.y.data();
+  const double* const r = b.r.data();
+  for (int it = 0; it < ctx.iterations; ++it) {
+    for_walls(walls, [&](WallContact& w) {
+      wall_soft(v, w, wall_gap(b, w.entry, ctx.bounds), false, ctx);
+      return 0u;
+    });
+    for_colours(cs, [&](std::size_t k) {
+      const Pair p = pairs[k];
+      Contact& c = geo[k];
+      const double gap = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - (r[p.a] + r[p.b]);
+      soft(v, p, c, gap, ctx.pair_soft, false, ctx);
+      return 0u;
+    });
+  }
+  // Keep what each contact carries for the next substep.
+  cs.warm.clear();
+  for (std::size_t k = 0; k < cs.size(); ++k)
+    if (geo[k].accum > 0.0) cs.warm.emplace_back(cs.candidate[k], geo[k].accum);
+  walls.warm = true;
+}
+
+std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, int iterations,
+                            std::span<const double> px, std::span<const double> py) {
+  const Bounds* const box = bounds.walled ? &bounds : nullptr;
+  const Vel v{b.vx.data(), b.vy.data()};
+  Contact* const geo = cs.geometry.data();
+  const Pair* const pairs = cs.pairs.data();
+  std::uint8_t* const collided = cs.collided.data();
+  double* const x = b.x.data();
+  double* const y = b.y.data();
+  const double* const r = b.r.data();
+  // Normals from where the bodies were at the start of the substep: a pair
+  // that the predicted motion carried past (or onto) each other is pushed
+  // back the way it came, never through. Then the approach before any push:
+  // what restitution answers.
+  for_blocks(cs.size(), 4096, [&](std::size_t k0, std::size_t k1, std::size_t) {
+    for (std::size_t k = k0; k < k1; ++k) {
+      const Pair p = pairs[k];
+      Contact& c = geo[k];
+      const double dx = px[p.b] - px[p.a], dy = py[p.b] - py[p.a];
+      const double d2 = dx * dx + dy * dy;
+      if (d2 > 0.0) {
+        const double d = std::sqrt(d2);
+        c.nx = dx / d;
+        c.ny = dy / d;
+      }
+      c.bounce = normal_velocity(v, p, c);
+    }
+  });
+  for (int it = 0; it < iterations; ++it) {
+    const std::uint64_t moved = for_colours(cs, [&](std::size_t k) -> std::uint32_t {
+      const Pair p = pairs[k];
+      const Contact& c = geo[k];
+      const double reach = r[p.a] + r[p.b];
+      const double sep = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - reach;
+      if (!(sep < 0.0)) return 0u;
+      x[p.a] += c.share_a * sep * c.nx;
+      y[p.a] += c.share_a * sep * c.ny;
+      x[p.b] -= c.share_b * sep * c.nx;
+      y[p.b] -= c.share_b * sep * c.ny;
+      if (box) {
+        // A wall holds a body it clamps: the other body takes that share
+        // (else the wall would push it back into overlap after the passes).
+        const double xa = x[p.a], ya = y[p.a], xb = x[p.b], yb = y[p.b];
+        clamp_into(x[p.a], y[p.a], r[p.a], *box);
+        clamp_into(x[p.b], y[p.b], r[p.b], *box);
+        const bool held_a = x[p.a] != xa || y[p.a] != ya, held_b = x[p.b] != xb || y[p.b] != yb;
+        if (held_a != held_b) {
+          const double rest = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - reach;
+          if (rest < 0.0) {
+            const std::uint32_t o = held_a ? p.b : p.a;
+            const double shift = held_a ? -rest : rest;
+            x[o] += shift * c.nx;
+            y[o] += shift * c.ny;
+            clamp_into(x[o], y[o], r[o], *box);
           }
-        });
-      for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t> ws) {
-        solve_island(b, pairs, geo, warmed, p, resting, cs, ws);
-      });
-    } else {
-      for_islands(is, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t>) {
-        push_island(b, pairs, geo, p, inv_h, cs);
-      });
-    }
-  } else {
-    order_contacts(b.id, contacts.pairs, s);
-    contacts.rounds = static_cast<std::uint32_t>(s.rounds());
-    if (discrete) {
-      for_blocks(geo.size(), kBlock, [&](std::size_t c0, std::size_t c1, std::size_t) {
-        for (std::size_t c = c0; c < c1; ++c) classify(geo[c]);
-      });
-      // One pass: walls (each touches one body: parallel), then the contacts
-      // round by round. Returns how many acted.
-      auto pass = [&](auto&& wall, auto&& contact) {
-        std::atomic<std::uint64_t> wall_hits{0};
-        for_blocks(walls.blocks.size(), 1, [&](std::size_t blk, std::size_t, std::size_t) {
-          std::uint64_t count = 0;
-          for (std::uint32_t entry : walls.blocks[blk]) count += wall(entry);
-          if (count) wall_hits.fetch_add(count, std::memory_order_relaxed);
-        });
-        return wall_hits.load() + for_rounds(s, [&](std::uint32_t c) { return contact(c) ? 1u : 0u; });
-      };
-      for (int it = 0; it < p.iterations; ++it) {
-        if (pass([&](std::uint32_t entry) { return bounce_walls(b, entry, e, resting); },
-                 [&](std::uint32_t c) { return impact(b, pairs[c], geo[c], e, resting); }) == 0)
-          break;
+        }
       }
-      if (warmed) {
-        for_rounds(s, [&](std::uint32_t c) {
-          warm_start(b, pairs[c], geo[c]);
-          return 0u;
-        });
-      }
-      for (int it = 0; it < p.iterations; ++it) {
-        // Walls first: a wall must take its share before the contacts above
-        // it look at their velocity, or a warm-started contact would see
-        // separation and let go.
-        if (pass([&](std::uint32_t entry) { return stop_walls(b, entry); },
-                 [&](std::uint32_t c) { return solve_velocity(b, pairs[c], geo[c], 0.0); }) == 0)
-          break;
-      }
-    } else {
-      for (int it = 0; it < p.iterations; ++it) {
-        const std::uint64_t moved =
-            for_rounds(s, [&](std::uint32_t c) { return push_apart(b, pairs[c], geo[c], inv_h) ? 1u : 0u; });
-        if (moved == 0) break;
-      }
-    }
+      collided[k] = 1;
+      return 1u;
+    });
+    if (moved == 0) break;
   }
-  if (discrete) {
-    // Keep what resting contacts carried, for the next substep; impacts
-    // separate and start afresh.
-    contacts.warm.clear();
-    for (std::size_t c = 0; c < geo.size(); ++c) {
-      Contact& ct = geo[c];
-      ct.impulse = b.m[pairs[c].b] * (b.m[pairs[c].a] / (b.m[pairs[c].a] + b.m[pairs[c].b])) * (ct.accum + ct.bounce);
-      if (ct.state == kTouching && ct.accum > 0.0) {
-        contacts.warm.emplace_back(ct.candidate, ct.accum);
-      }
-    }
+  std::uint64_t count = 0;
+  for (std::size_t k = 0; k < cs.size(); ++k) count += collided[k];
+  return count;
+}
+
+void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double resting, int iterations) {
+  const Vel v{b.vx.data(), b.vy.data()};
+  Contact* const geo = cs.geometry.data();
+  const Pair* const pairs = cs.pairs.data();
+  const std::uint8_t* const collided = cs.collided.data();
+  for (int it = 0; it < iterations; ++it) {
+    const std::uint64_t changed = for_colours(cs, [&](std::size_t k) -> std::uint32_t {
+      if (!collided[k]) return 0u;
+      Contact& c = geo[k];
+      const double before = c.bounce;  // the approach before the push
+      const double target = before < -resting ? -restitution * before : 0.0;
+      const double un = normal_velocity(v, pairs[k], c);
+      const double du = target - un;
+      if (std::abs(du) <= 1e-12 * (std::abs(target) + std::abs(un))) return 0u;
+      push_velocity(v, pairs[k], c, du);
+      return 1u;
+    });
+    if (changed == 0) break;
   }
-  std::uint64_t collisions = 0;
-  for (const Contact& ct : geo) collisions += ct.state == kCollided;
-  return collisions;
+  // The whole change of the substep, for the events.
+  for_colours(cs, [&](std::size_t k) {
+    if (!collided[k]) return 0u;
+    Contact& c = geo[k];
+    const double before = c.bounce;
+    c.bounce = (before < -resting ? -restitution * before : 0.0) - before;
+    c.accum = 0.0;
+    return 0u;
+  });
 }
 
 WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts) {
@@ -406,38 +507,31 @@ WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts&
 void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts) {
   contacts.warm.clear();
   if (saved.empty()) return;
+  // `saved` is sorted by (lower id, higher id) and storage is in id order:
+  // each lower body's entries are one run, found through `start` (storage
+  // index -> first entry), so a candidate looks at its lower body's few entries.
+  const std::size_t n = b.size();
+  std::vector<std::uint32_t> start(n + 1, 0);
+  {
+    std::size_t e = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      start[i] = static_cast<std::uint32_t>(e);
+      while (e < saved.size() && (saved[e].first >> 32) <= b.id[i]) ++e;
+    }
+    start[n] = static_cast<std::uint32_t>(e);
+  }
   std::uint32_t cand = 0;
   for (const auto& block : pairs.blocks) {
     for (const Pair p : block) {
       const std::uint64_t key = std::uint64_t{b.id[p.a]} << 32 | b.id[p.b];
-      auto it = std::lower_bound(saved.begin(), saved.end(), std::make_pair(key, 0.0));
-      if (it != saved.end() && it->first == key) {
-        contacts.warm.emplace_back(cand, it->second);
+      for (std::uint32_t e = start[p.a]; e < start[p.a + 1]; ++e) {
+        if (saved[e].first == key) {
+          contacts.warm.emplace_back(cand, saved[e].second);
+          break;
+        }
       }
       ++cand;
     }
-  }
-}
-
-void correct_positions(BodyStore& b, Contacts& contacts, const Params& p) {
-  const auto& pairs = contacts.pairs;
-  auto& geo = contacts.geometry;
-  const Bounds* box = p.bounds.walled ? &p.bounds : nullptr;
-  if (contacts.by_islands) {
-    for_islands(contacts.islands, [&](std::span<const std::uint32_t> cs, std::span<const std::uint32_t>) {
-      for (int it = 0; it < kPositionPasses; ++it) {
-        bool moved = false;
-        for (const std::uint32_t c : cs) moved |= apply_position(b, pairs[c], geo[c], kPositionCorrection, box) > 0.0;
-        if (!moved) break;
-      }
-    });
-    return;
-  }
-  for (int it = 0; it < kPositionPasses; ++it) {
-    const std::uint64_t moved = for_rounds(contacts.schedule, [&](std::uint32_t c) {
-      return apply_position(b, pairs[c], geo[c], kPositionCorrection, box) > 0.0;
-    });
-    if (moved == 0) break;
   }
 }
 
@@ -445,18 +539,21 @@ std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::u
                             std::vector<CollisionEvent>& events) {
   std::uint64_t dropped = 0;
   for (std::size_t k = 0; k < contacts.size(); ++k) {
-    const Contact& ct = contacts.geometry[k];
-    if (ct.state != kCollided) continue;
+    if (!contacts.collided[k]) continue;
     if (events.size() >= cap) {
       ++dropped;
       continue;
     }
+    const Contact& c = contacts.geometry[k];
     const Pair p = contacts.pairs[k];
+    // Impulse on b: the reduced mass m_b share_b = m_a m_b / (m_a + m_b) times the
+    // relative velocity change of the substep.
+    const double impulse = b.m[p.b] * c.share_b * (c.bounce + c.accum);
     CollisionEvent ev;
     ev.a = b.id[p.a];
     ev.b = b.id[p.b];
-    ev.point = {ct.px, ct.py};
-    ev.impulse = {ct.impulse * ct.nx, ct.impulse * ct.ny};
+    ev.point = contacts.point[k];
+    ev.impulse = {impulse * c.nx, impulse * c.ny};
     ev.substep = substep;
     events.push_back(ev);
   }

@@ -12,44 +12,78 @@
 #include "broad_phase.hpp"
 #include "carom/params.hpp"
 #include "carom/stats.hpp"
-#include "contact_order.hpp"
 
 namespace carom::detail {
 
-/// One contact found by the narrow phase. Its bodies are in the parallel
-/// Contacts::pairs array (so the ordering rule can read pairs alone).
+/// One contact of a substep: a candidate pair whose gap is below the
+/// speculative distance (discrete) or that overlaps (Verlet). Its bodies are in
+/// the parallel Contacts::pairs array. 64 bytes, one cache line: everything the
+/// passes read and write for the contact, and nothing else.
 struct Contact {
   double nx = 0, ny = 0;        // unit normal from a to b at detection
-  double px = 0, py = 0;        // radius-weighted contact point at detection
-  // Normal impulse on b this substep (N s); Verlet: implied by the push.
-  // Discrete: until the passes end, what the pair carried last substep (the
-  // warm start, m/s), so that a contact stays 64 bytes, one cache line.
-  double impulse = 0;
-  double bounce = 0;            // discrete: normal velocity change of the impacts this substep, > 0 (m/s)
-  double accum = 0;             // discrete: accumulated normal velocity change, >= 0 (m/s)
-  std::uint32_t candidate = 0;  // index in the candidate pair list (warm starting)
-  std::uint32_t state = 0;      // kTouching, or kCollided for an impact
+  double sep = 0;               // gap at detection, |b - a| - (r_a + r_b), m (< 0: overlap)
+  double spare = 0;             // unused: keeps a contact at one cache line
+  double share_a = 0;           // m_b / (m_a + m_b): a's share of a relative velocity change
+  double share_b = 0;           // m_a / (m_a + m_b)
+  double accum = 0;             // accumulated relative normal velocity change of the velocity passes, >= 0 (m/s)
+  double bounce = 0;            // normal velocity change of the impacts this substep (m/s); Verlet: approach before the push
 };
-inline constexpr std::uint32_t kTouching = 1, kCollided = 2;
 static_assert(sizeof(Contact) == 64, "a contact is one cache line");
 
-/// The contacts of one substep, in candidate-pair order, plus scratch.
+/// The candidate pairs in colour order: candidates that share a body have
+/// different colours, so the contacts of one colour can be solved in parallel
+/// in any order with the same bits. Colours are assigned greedily in candidate
+/// order (the first colour free at both bodies), a function of ids and
+/// positions only; a pair that finds all kColours - 1 colours taken goes to the
+/// last colour, which is solved sequentially in candidate order.
+inline constexpr std::uint32_t kColours = 64;
+struct Colouring {
+  std::vector<std::uint32_t> begin;   // candidate index where colour k starts; size colours + 1
+  std::vector<std::uint32_t> block_begin;  // first candidate block of colour k; size colours + 1
+  std::vector<std::uint64_t> used;    // scratch: per body, the colours taken
+  std::vector<std::uint8_t> colour;   // scratch: per candidate
+  std::uint32_t colours() const { return begin.empty() ? 0 : static_cast<std::uint32_t>(begin.size() - 1); }
+};
+/// Reorders `pairs` into colour order (blocks of one colour each) and fills
+/// `out`. Sequential; called when the pair list is rebuilt.
+void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out);
+
+/// A body within the speculative distance of a wall: entry = storage index <<
+/// 2 | wall (0 min x, 1 max x, 2 min y, 3 max y).
+struct WallContact {
+  std::uint32_t entry = 0;
+  std::uint32_t collided = 0;  // an impact this substep
+  double sep = 0;              // gap to the wall at detection, m
+  double accum = 0;            // as Contact::accum
+  double bounce = 0;           // as Contact::bounce
+};
+
+/// The wall contacts of a substep, in per-block lists (block k holds bodies
+/// [k kWallBlock, (k+1) kWallBlock)), each sorted by entry; `last` holds the
+/// previous substep's, whose accumulated values warm-start these.
+struct WallContacts {
+  std::vector<std::vector<WallContact>> blocks, last;
+  bool warm = false;  // `last` is valid for these storage indices
+};
+/// Bodies per block of WallContacts.
+inline constexpr std::size_t kWallBlock = 2048;
+
+/// The contacts of one substep, in candidate order (so in colour order), plus scratch.
 struct Contacts {
   std::vector<Pair> pairs;
   std::vector<Contact> geometry;
-  ContactSchedule schedule;
-  ContactIslands islands;
-  bool by_islands = false;   // this substep's contacts run by islands, else by the schedule's rounds
-  std::uint32_t island_backoff = 0;  // substeps before islands are tried again (speed only)
-  std::uint32_t rounds = 0;  // rounds the minimum-ordering rule takes this substep
-  std::vector<std::vector<Pair>> block_pairs;
-  std::vector<std::vector<Contact>> block_geometry;
-  // Warm starting: the accumulated velocity change of each resting contact
-  // last substep, by candidate index (empty while there is none).
-  // (candidate index, value), in candidate order: sparse, because a gas has
+  std::vector<std::uint32_t> candidate;  // index in the candidate pair list (warm starting)
+  std::vector<std::uint8_t> collided;    // an impact this substep (discrete) / pushed apart (Verlet)
+  std::vector<Vec2> point;               // radius-weighted contact point at detection (events)
+  std::vector<std::uint32_t> colour_begin;  // contact index where colour k starts; size colours + 1
+  std::vector<std::uint32_t> block_count;   // scratch: contacts per candidate block
+  std::vector<std::uint8_t> fired_now, fired_before;  // scratch: per body, an impact changed it (this / last pass)
+  // Warm starting: (candidate index, accumulated value) of last substep's
+  // contacts that carried load, in candidate order: sparse, because a gas has
   // almost none and a dense array per candidate cost 8 bytes a candidate.
   std::vector<std::pair<std::uint32_t, double>> warm;
   std::size_t size() const { return pairs.size(); }
+  std::uint32_t colours() const { return colour_begin.empty() ? 0 : static_cast<std::uint32_t>(colour_begin.size() - 1); }
 };
 
 /// Warm-start values keyed by (lower id << 32 | higher id), sorted by key.
@@ -59,15 +93,25 @@ WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts&
 /// After the rebuild: warm values re-indexed by the new candidate list.
 void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts);
 
-/// Bodies pressed against a wall after the last position update: storage
-/// index << 4 | wall bits (kWallMinX, kWallMaxX, kWallMinY, kWallMaxY), in
-/// per-block lists. The discrete solver's passes treat them as contacts.
-struct WallContacts {
-  std::vector<std::vector<std::uint32_t>> blocks;
+/// The soft contact of Box2D v3's soft step, for a substep of length h: a
+/// spring of `hertz` with damping ratio `zeta`, as the three numbers a pass uses.
+struct Softness {
+  double bias_rate = 0;      // 1/s
+  double mass_scale = 1;
+  double impulse_scale = 0;
 };
-/// Bodies per block of WallContacts (block k lists storage indices [k b, (k+1) b)).
-inline constexpr std::size_t kWallBlock = 2048;
-inline constexpr std::uint32_t kWallMinX = 1, kWallMaxX = 2, kWallMinY = 4, kWallMaxY = 8;
+Softness make_softness(double hertz, double zeta, double h);
+
+/// What the discrete passes of one substep need besides the contacts.
+struct SolveContext {
+  double h = 0, inv_h = 0;
+  double restitution = 1;
+  double resting = 0;         // approach speeds at or below this do not bounce (m/s)
+  double max_push = 0;        // fastest the soft bias pushes overlapping bodies apart (m/s)
+  Softness pair_soft, wall_soft;
+  Bounds bounds;
+  int iterations = 1;
+};
 
 /// Restitution applies to approach speeds above this; slower contacts are
 /// resting and inelastic (else gravity's per-substep speed would bounce
@@ -92,36 +136,57 @@ inline double moved_at_most(double d2, double error) {
 double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h, std::span<const float> xb,
                             std::span<const float> yb);
 
-/// Discrete solver: x <- x + v h, then walls (clamp, reflect the normal
-/// velocity with restitution above `resting`), recording who touches a wall.
-void integrate_positions(BodyStore& b, const Params& p, double h, double resting, WallContacts& walls);
+/// Discrete solver: x <- x + v h, then walls as a backstop (a body the
+/// contacts did not stop is clamped to the wall and its normal velocity
+/// reflected with restitution above `resting`).
+void integrate_positions(BodyStore& b, const Params& p, double h, double resting);
 
 /// Verlet predict: keep (px, py) = x, then x <- x + v h. Returns as above.
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,
                          std::span<const float> xb, std::span<const float> yb);
 
-/// Verlet finish: walls clamp, then v <- (x - previous x) / h, with walls
-/// reflecting the normal velocity with restitution.
-void finish_verlet(BodyStore& b, const Params& p, double h, std::span<const double> px,
+/// Verlet finish: v <- (x - previous x) / h; walls clamp, and on a clamped
+/// axis the velocity is the one the body brought, reflected with restitution
+/// above `resting` (stopped below).
+void finish_verlet(BodyStore& b, const Params& p, double h, double resting, std::span<const double> px,
                    std::span<const double> py);
 
-/// Narrow phase: the candidate pairs that overlap now (and, with
-/// `touching_counts`, those that touch), with their normals and contact
-/// points. Returns how many.
-std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, Contacts& contacts, bool touching_counts);
+/// Narrow phase: the candidate pairs whose gap is below `speculative` (0:
+/// those that overlap), with their normals, gaps, mass shares and contact
+/// points (only with `points`: for events), in candidate order, and their
+/// colour ranges. Returns how many.
+std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
+                      double speculative, bool points, Contacts& contacts);
 
-/// Orders the contacts by the minimum-ordering rule and applies them round by
-/// round. Discrete: up to `iterations` impact passes (walls, then each pair
-/// approaching faster than `resting` collides as an isolated pair with
-/// restitution), then up to `iterations` resting passes (approaches brought to
-/// 0, warm-started); Verlet: `iterations` position passes. Returns the number
-/// of contacts that collided (changed velocities or, for Verlet, positions).
-std::uint64_t resolve_contacts(BodyStore& b, Contacts& contacts, const WallContacts& walls, const Params& p,
-                               double resting, double h);
+/// Narrow phase, walls: every body within `speculative` of a wall of `box`
+/// (nothing when the box is unbounded). Last substep's list becomes `last`.
+void collide_walls(const BodyStore& b, const Bounds& box, double speculative, WallContacts& walls);
 
-/// Discrete, after integrate_positions: the position correction passes over
-/// the substep's contacts (positions only), walls holding what they clamp.
-void correct_positions(BodyStore& b, Contacts& contacts, const Params& p);
+/// Discrete, before integrate_positions: impacts (each pair or wall contact
+/// approaching faster than the resting speed and meeting within the substep
+/// collides as an isolated pair would, with restitution; passes repeat until
+/// none fires, at most max(iterations, 16)), then warm starting and
+/// `iterations` soft passes with bias (Box2D v3's soft step). Walls first, then
+/// colour by colour. Returns the number of pair contacts that collided.
+std::uint64_t solve_contacts(BodyStore& b, Contacts& contacts, WallContacts& walls, const SolveContext& ctx);
+
+/// Discrete, after integrate_positions: `iterations` relax passes (the soft
+/// bias's velocity taken out again, speculative contacts still holding), then
+/// what each contact carries is kept to warm-start the next substep.
+void relax_contacts(BodyStore& b, Contacts& contacts, WallContacts& walls, const SolveContext& ctx);
+
+/// Verlet: `iterations` position passes pushing overlapping pairs apart along
+/// their normal at the start of the substep (px, py), colour by colour; a
+/// wall holds a body it clamps and the partner takes the whole push.
+/// Records each contact's approach speed first.
+std::uint64_t push_contacts(BodyStore& b, Contacts& contacts, const Bounds& bounds, int iterations,
+                            std::span<const double> px, std::span<const double> py);
+
+/// Verlet, after finish_verlet: up to `iterations` velocity passes that give
+/// each pushed pair the normal velocity restitution gives it (-e times its
+/// approach before the push, 0 below the resting speed), so the push-apart
+/// adds no energy.
+void restitute_contacts(BodyStore& b, Contacts& contacts, double restitution, double resting, int iterations);
 
 /// Appends the collisions of one substep to `events` in contact order, up to
 /// `cap` in total. Returns how many did not fit.

@@ -16,7 +16,6 @@
 
 #include "body_store.hpp"
 #include "broad_phase.hpp"
-#include "contact_order.hpp"
 #include "continuous.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
@@ -62,6 +61,21 @@ namespace detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Discrete solver constants (see resolve.cpp). Pairs and walls closer than
+// kSpeculative times the smallest radius are contacts (Box2D: 0.02 m, a
+// tenth of the 0.25 m circles carom is measured with).
+constexpr double kSpeculative = 0.1;
+// Soft contacts (Box2D v3's): stiffness 0.4 of the substep rate (Box2D
+// takes 0.25; measured on the 52-row pile at 4 substeps: 0.25 leaves 7.3%
+// overlap, 0.35 3.1%, 0.4 2.7% and settles, 0.5 boils), damping ratio 10.
+constexpr double kContactRate = 0.4;
+constexpr double kContactDamping = 10.0;
+// The soft bias pushes overlapping bodies apart at most this many smallest
+// radii a second (Box2D: 3 m/s).
+constexpr double kMaxPush = 10.0;
+// The pair list's skin is at least this many smallest radii.
+constexpr double kMinSkin = 0.05;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -139,15 +153,24 @@ struct WorldState {
   double max_disp2 = 0.0;
   std::vector<float> xb, yb;  // positions at the last rebuild, rounded to float
   double xb_error = 0.0;      // bound on |rounded - exact| for every xb, yb
-  PairBlocks pairs;
+  PairBlocks pairs;            // in colour order
+  Colouring colouring;
+  double speculative = 0.0;    // discrete: pairs and walls closer than this are contacts (m)
+  double rmin = 1.0;           // smallest radius at the last rebuild (m)
   BroadPhase broad;
   Contacts contacts;
   std::vector<double> px, py;  // Verlet: positions at the start of the substep
-  WallContacts walls;          // discrete: bodies against a wall after the last substep
+  WallContacts walls;          // discrete: bodies within the speculative distance of a wall
   // Warm starts restored by restore_solver_state, by id pair: the next
   // rebuild of the pair list (forced by the restore) takes them instead of
   // what the current candidate list carries.
   std::optional<WarmByIds> pending_warm;
+  // Anchors and skin restored by restore_solver_state, for the next rebuild.
+  struct Anchor {
+    std::vector<float> x, y;
+    double skin = 0.0;
+  };
+  std::optional<Anchor> pending_anchor;
 
   // The continuous solver's scratch (nothing in it outlives a step).
   ContinuousSolver continuous;
@@ -174,12 +197,14 @@ struct WorldState {
   void positions_edited() {
     velocities_edited();
     pairs_dirty = true;
-    walls.blocks.clear();
+    walls.warm = false;
+    pending_anchor.reset();
   }
   void bodies_edited() {
     positions_edited();
     edited = true;
     pending_warm.reset();
+    pending_anchor.reset();
   }
 
   // The warm starts the next rebuild would carry over, by id pair.
@@ -227,11 +252,20 @@ struct WorldState {
 void WorldState::rebuild_pairs() {
   const std::size_t n = bodies.size();
   constexpr std::size_t kBlock = 2048;
-  xb.resize(n);
-  yb.resize(n);
-  // One pass: the rounded positions, the fastest speed, the radius sum, and
-  // the range (radii, bounding box) the broad phase needs. Exact max/min per
-  // block; the radius sum is per fixed block, in order.
+  // The anchors: where each body is, rounded to float. The candidate list is
+  // built from them (not from the exact positions), so a world restored with
+  // the same anchors and skin builds the very same list, colours and order.
+  const bool restored = pending_anchor.has_value() && pending_anchor->x.size() == n;
+  if (restored) {
+    xb = std::move(pending_anchor->x);
+    yb = std::move(pending_anchor->y);
+  } else {
+    xb.resize(n);
+    yb.resize(n);
+  }
+  // One pass: the anchors, the fastest speed, the radius sum, and the range
+  // (radii, bounding box of the anchors) the broad phase needs. Exact max/min
+  // per block; the radius sum is per fixed block, in order.
   const std::size_t nb = block_count(n, kBlock);
   std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
   std::vector<BodyRange> block_range(nb);
@@ -246,10 +280,12 @@ void WorldState::rebuild_pairs() {
     double v2 = 0.0, rsum = 0.0;
     BodyRange range;
     for (std::size_t i = i0; i < i1; ++i) {
-      xbs[i] = static_cast<float>(xs[i]);
-      ybs[i] = static_cast<float>(ys[i]);
+      if (!restored) {
+        xbs[i] = static_cast<float>(xs[i]);
+        ybs[i] = static_cast<float>(ys[i]);
+      }
       v2 = std::max(v2, vxs[i] * vxs[i] + vys[i] * vys[i]);
-      range.add(xs[i], ys[i], rs[i]);
+      range.add(xbs[i], ybs[i], rs[i]);
       rsum += rs[i];
     }
     block_v2[blk] = v2;
@@ -263,17 +299,25 @@ void WorldState::rebuild_pairs() {
     range.merge(block_range[k]);
     rsum += block_rsum[k];
   }
-  const double rmin = n > 0 ? range.rmin : 1.0;
+  rmin = n > 0 ? range.rmin : 1.0;
   const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
   // Skin: room for the fastest body to travel about 1.5 steps before a
   // rebuild, at least 5% of the smallest radius, at most 4 mean radii (so one
   // very fast body cannot make every body a candidate of every other).
-  skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, 0.05 * rmin, std::max(0.05 * rmin, 4.0 * rmean));
+  skin = restored ? pending_anchor->skin
+                  : std::clamp(3.0 * std::sqrt(vmax2) * params.dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
+  pending_anchor.reset();
   // Storage indices are stale after an edit; warm values are kept only
   // across rebuilds caused by motion (or come from restore_solver_state).
   const WarmByIds warm = warm_by_ids();
   pending_warm.reset();
-  find_pairs(bodies.x, bodies.y, bodies.r, 0.5 * skin, range, broad, pairs);
+  // Discrete: contacts reach the speculative distance, so candidates must
+  // too (a pair not in the list is then at least that far apart until the
+  // next rebuild, which comes before any body is skin / 2 from its anchor).
+  speculative = params.solver == Solver::kContinuous ? 0.0 : kSpeculative * rmin;
+  find_pairs(std::span<const float>(xb), std::span<const float>(yb), bodies.r, 0.5 * (skin + speculative), range,
+             broad, pairs);
+  colour_pairs(n, pairs, colouring);
   restore_warm(bodies, pairs, warm, contacts);
   edited = false;
   max_disp2 = 0.0;
@@ -347,7 +391,7 @@ void WorldState::step_continuous(StepStats& st) {
   t = Clock::now();
   continuous.finish_step(bodies);
   pairs_dirty = true;
-  walls.blocks.clear();
+  walls.warm = false;
   st.seconds.integrate_positions += seconds_since(t);
 }
 
@@ -368,6 +412,17 @@ void WorldState::step_substeps(StepStats& st) {
     yb.resize(bodies.size());
     pairs_dirty = true;
   }
+  SolveContext ctx;
+  ctx.h = h;
+  ctx.inv_h = 1.0 / h;
+  ctx.restitution = p.restitution;
+  ctx.resting = resting;
+  ctx.iterations = p.iterations;
+  ctx.bounds = p.bounds;
+  // Box2D v3's soft contact: a quarter of the substep rate, damping ratio 10;
+  // walls, being static, twice as stiff.
+  ctx.pair_soft = make_softness(kContactRate * ctx.inv_h, kContactDamping, h);
+  ctx.wall_soft = make_softness(2.0 * kContactRate * ctx.inv_h, kContactDamping, h);
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
@@ -379,7 +434,7 @@ void WorldState::step_substeps(StepStats& st) {
     }
     st.seconds.integrate_velocities += seconds_since(t);
 
-    // 2. Broad phase: spatial hash buckets -> candidate pairs.
+    // 2. Broad phase: spatial hash buckets -> coloured candidate pairs.
     // Rebuilt a little before the bound (skin / 2) so rounding never matters.
     t = Clock::now();
     const double half_skin = 0.5 * skin * 0.99;
@@ -389,28 +444,40 @@ void WorldState::step_substeps(StepStats& st) {
     }
     st.seconds.find_pairs += seconds_since(t);
 
-    // 3. Narrow phase: which candidate pairs touch (or nearly) now.
+    // 3. Narrow phase: which candidate pairs (and walls) are contacts now.
     t = Clock::now();
-    st.contacts += collide(bodies, pairs, contacts, !verlet);
+    st.contacts += collide(bodies, pairs, colouring, speculative, p.record_events, contacts);
+    if (!verlet) collide_walls(bodies, p.bounds, speculative, walls);
     st.seconds.collide += seconds_since(t);
+    st.rounds = std::max(st.rounds, contacts.colours());
 
-    // 4. Resolve: the minimum-ordering rule, rounds of disjoint contacts.
+    // 4. Resolve: impacts, warm start and soft passes (Verlet: push apart),
+    //    walls first, then colour by colour.
     t = Clock::now();
-    st.collisions += resolve_contacts(bodies, contacts, walls, p, resting, h);
-    st.rounds = std::max(st.rounds, contacts.rounds);
+    ctx.max_push = kMaxPush * rmin;
+    st.collisions += verlet ? push_contacts(bodies, contacts, p.bounds, p.iterations, px, py) : solve_contacts(bodies, contacts, walls, ctx);
     st.seconds.resolve_contacts += seconds_since(t);
 
     // 5. Integrate positions and walls (Verlet: walls and derived velocities).
     t = Clock::now();
     if (verlet) {
-      finish_verlet(bodies, p, h, px, py);
+      finish_verlet(bodies, p, h, resting, px, py);
     } else {
-      integrate_positions(bodies, p, h, resting, walls);
-      correct_positions(bodies, contacts, p);
+      integrate_positions(bodies, p, h, resting);
     }
     st.seconds.integrate_positions += seconds_since(t);
 
-    // 6. Events of this substep.
+    // 6. Relax (Verlet: restitution on the derived velocities), and keep
+    //    the warm values.
+    t = Clock::now();
+    if (verlet) {
+      restitute_contacts(bodies, contacts, p.restitution, resting, p.iterations);
+    } else {
+      relax_contacts(bodies, contacts, walls, ctx);
+    }
+    st.seconds.resolve_contacts += seconds_since(t);
+
+    // 7. Events of this substep.
     if (p.record_events)
       st.events_dropped +=
           record_events(bodies, contacts, static_cast<std::uint32_t>(sub), p.max_events, events);
@@ -441,7 +508,9 @@ Status World::set_params(const Params& p) {
   }
   if (p.bounds.walled != s_->params.bounds.walled || p.bounds.min != s_->params.bounds.min ||
       p.bounds.max != s_->params.bounds.max)
-    s_->walls.blocks.clear();
+    s_->walls.warm = false;
+  // The candidate list's reach depends on the solver (speculative distance).
+  if (p.solver != s_->params.solver) s_->pairs_dirty = true;
   s_->params = p;
   return {};
 }
@@ -632,9 +701,6 @@ Status World::reserve_ids(BodyId next_id, std::span<const BodyId> retired) {
   return {};
 }
 
-static_assert(kWallBitMinX == detail::kWallMinX && kWallBitMaxX == detail::kWallMaxX &&
-              kWallBitMinY == detail::kWallMinY && kWallBitMaxY == detail::kWallMaxY);
-
 SolverState World::solver_state() const {
   const auto& s = *s_;
   SolverState out;
@@ -644,9 +710,23 @@ SolverState World::solver_state() const {
   out.warm.reserve(warm.size());
   for (const auto& [key, value] : warm)
     out.warm.push_back({static_cast<BodyId>(key >> 32), static_cast<BodyId>(key & 0xFFFFFFFFu), value});
-  for (const auto& block : s.walls.blocks)
-    for (const std::uint32_t entry : block) out.walls.push_back({s.bodies.id[entry >> 4], entry & 0xFu});
-  std::sort(out.walls.begin(), out.walls.end(), [](const WallTouch& l, const WallTouch& r) { return l.id < r.id; });
+  // The anchors the current candidate list was built from (none when the
+  // next step rebuilds it anyway).
+  if (s.pending_anchor) {
+    out.anchor_x = s.pending_anchor->x;
+    out.anchor_y = s.pending_anchor->y;
+    out.skin = s.pending_anchor->skin;
+  } else if (!s.pairs_dirty && !s.edited && s.xb.size() == s.bodies.size() && s.params.solver != Solver::kContinuous) {
+    out.anchor_x = s.xb;
+    out.anchor_y = s.yb;
+    out.skin = s.skin;
+  }
+  // Wall entries are storage index << 2 | wall, kWallBit* = 1 << wall; in
+  // storage (= id) order, walls in order.
+  if (s.walls.warm)
+    for (const auto& block : s.walls.blocks)
+      for (const detail::WallContact& w : block)
+        if (w.accum > 0.0) out.walls.push_back({s.bodies.id[w.entry >> 2], 1u << (w.entry & 3u), w.accum});
   return out;
 }
 
@@ -667,8 +747,9 @@ Status World::restore_solver_state(const SolverState& state) {
     if (b.find(w.b) == detail::kNotFound) return unknown(at + ".b", w.b);
     if (!(w.a < w.b))
       return detail::invalid(at, "a must be the lower id", "a " + std::to_string(w.a) + ", b " + std::to_string(w.b));
-    if (!(std::isfinite(w.value) && w.value >= 0.0))
-      return detail::invalid(at + ".value", "must be finite and >= 0 (m/s)", detail::num(w.value));
+    if (!(std::isfinite(w.value) && w.value >= 0.0 && w.value <= 2.0 * kMaxSpeed))
+      return detail::invalid(at + ".value", "must be finite and in [0, " + detail::num(2.0 * kMaxSpeed) + "] (m/s)",
+                             detail::num(w.value));
     warm.emplace_back(std::uint64_t{w.a} << 32 | w.b, w.value);
   }
   std::sort(warm.begin(), warm.end());
@@ -677,7 +758,26 @@ Status World::restore_solver_state(const SolverState& state) {
       return detail::invalid("solver.warm", "each pair at most once",
                              "(" + std::to_string(warm[k].first >> 32) + ", " +
                                  std::to_string(warm[k].first & 0xFFFFFFFFu) + ") twice");
-  std::vector<std::uint32_t> entries;
+  const bool anchored = !state.anchor_x.empty() || !state.anchor_y.empty();
+  if (anchored) {
+    if (state.anchor_x.size() != b.size() || state.anchor_y.size() != b.size())
+      return detail::invalid("solver.anchor_x, anchor_y", "must hold one value per body (" + std::to_string(b.size()) + ")",
+                             std::to_string(state.anchor_x.size()) + " and " + std::to_string(state.anchor_y.size()));
+    for (std::size_t k = 0; k < b.size(); ++k) {
+      for (const auto* v : {&state.anchor_x, &state.anchor_y}) {
+        const double a = (*v)[k];
+        if (!(std::isfinite(a) && std::abs(a) <= kMaxCoordinate))
+          return detail::invalid(std::string(v == &state.anchor_x ? "solver.anchor_x[" : "solver.anchor_y[") +
+                                     std::to_string(k) + "]",
+                                 "must be finite and within +-" + detail::num(kMaxCoordinate), detail::num(a));
+      }
+    }
+    if (!(std::isfinite(state.skin) && state.skin > 0.0 && state.skin <= 4.0 * kMaxRadius))
+      return detail::invalid("solver.skin", "must be finite and in (0, " + detail::num(4.0 * kMaxRadius) + "] (m)",
+                             detail::num(state.skin));
+  }
+  // One entry per (body, wall): storage index << 2 | wall, with its value.
+  std::vector<std::pair<std::uint32_t, double>> entries;
   entries.reserve(state.walls.size());
   for (std::size_t k = 0; k < state.walls.size(); ++k) {
     const WallTouch& w = state.walls[k];
@@ -685,22 +785,40 @@ Status World::restore_solver_state(const SolverState& state) {
     const std::size_t i = b.find(w.id);
     if (i == detail::kNotFound) return unknown(at + ".id", w.id);
     if (w.bits < 1 || w.bits > 15) return detail::invalid(at + ".bits", "must be in [1, 15]", std::to_string(w.bits));
-    entries.push_back(static_cast<std::uint32_t>(i) << 4 | w.bits);
+    if (!(std::isfinite(w.value) && w.value >= 0.0 && w.value <= 2.0 * kMaxSpeed))
+      return detail::invalid(at + ".value", "must be finite and in [0, " + detail::num(2.0 * kMaxSpeed) + "] (m/s)",
+                             detail::num(w.value));
+    for (std::uint32_t wall = 0; wall < 4; ++wall)
+      if (w.bits & (1u << wall)) entries.emplace_back(static_cast<std::uint32_t>(i) << 2 | wall, w.value);
   }
   std::sort(entries.begin(), entries.end());
   for (std::size_t k = 1; k < entries.size(); ++k)
-    if (entries[k] >> 4 == entries[k - 1] >> 4)
-      return detail::invalid("solver.walls", "each id at most once", std::to_string(b.id[entries[k] >> 4]) + " twice");
+    if (entries[k].first == entries[k - 1].first)
+      return detail::invalid("solver.walls", "each body and wall at most once",
+                             std::to_string(b.id[entries[k].first >> 2]) + " twice");
 
   s.stats.step = state.step;
   s.stats.time = state.time;
   // The next step rebuilds the pair list and takes these warm starts (by id
   // pair) instead of whatever the current list carries.
   s.pending_warm = std::move(warm);
+  if (anchored) {
+    s.pending_anchor = detail::WorldState::Anchor{state.anchor_x, state.anchor_y, state.skin};
+  } else {
+    s.pending_anchor.reset();
+  }
   s.contacts.warm.clear();
   s.pairs_dirty = true;
-  s.walls.blocks.assign(detail::block_count(b.size(), detail::kWallBlock), {});
-  for (const std::uint32_t entry : entries) s.walls.blocks[(entry >> 4) / detail::kWallBlock].push_back(entry);
+  // The next narrow phase takes these as last substep's wall values.
+  s.walls.blocks.assign(s.params.bounds.walled ? detail::block_count(b.size(), detail::kWallBlock) : 0, {});
+  for (const auto& [entry, value] : entries) {
+    if (!s.params.bounds.walled) break;
+    detail::WallContact w;
+    w.entry = entry;
+    w.accum = value;
+    s.walls.blocks[(entry >> 2) / detail::kWallBlock].push_back(w);
+  }
+  s.walls.warm = true;
   return {};
 }
 int World::threads() const { return s_->arena.max_concurrency(); }

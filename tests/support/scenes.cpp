@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "broad_phase.hpp"
 
 namespace carom::test {
 
@@ -85,20 +84,6 @@ std::size_t count_outside(const World& world, const Bounds& box) {
     bad += !in;
   }
   return bad;
-}
-
-double max_overlap_ratio(const World& world) {
-  const BodiesView v = world.bodies();
-  std::vector<double> x(v.x.begin(), v.x.end()), y(v.y.begin(), v.y.end()), r(v.radius.begin(), v.radius.end());
-  detail::BroadPhase scratch;
-  detail::PairBlocks pairs;
-  detail::find_pairs(x, y, r, 0.0, scratch, pairs);
-  double worst = 0.0;
-  for (const detail::Pair p : pairs.flatten()) {
-    const double d = std::hypot(x[p.b] - x[p.a], y[p.b] - y[p.a]);
-    worst = std::max(worst, (r[p.a] + r[p.b] - d) / std::min(r[p.a], r[p.b]));
-  }
-  return worst;
 }
 
 double potential_energy(const World& world, double g, double floor_y) {

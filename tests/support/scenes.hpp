@@ -54,10 +54,6 @@ bool all_finite(const World& world);
 /// Number of bodies violating min + r <= x <= max - r on either axis.
 std::size_t count_outside(const World& world, const Bounds& box);
 
-/// Largest (r_i + r_j - d_ij) / min(r_i, r_j) over all pairs (0 if none
-/// overlap), found with the brute-force-checked broad phase.
-double max_overlap_ratio(const World& world);
-
 /// Potential energy above the floor for gravity (0, -g): sum of m g (y - r - floor_y).
 double potential_energy(const World& world, double g, double floor_y);
 

@@ -14,26 +14,35 @@ namespace carom {
 struct WarmStart {
   BodyId a = kAutoId;  ///< lower id
   BodyId b = kAutoId;  ///< higher id
-  double value = 0.0;  ///< accumulated relative normal velocity change, m/s (finite, >= 0)
+  double value = 0.0;  ///< accumulated relative normal velocity change, m/s (finite, in [0, 2 kMaxSpeed])
 };
 
 /// Wall bits of WallTouch::bits: which walls a body was pressed against.
 inline constexpr std::uint32_t kWallBitMinX = 1, kWallBitMaxX = 2, kWallBitMinY = 4, kWallBitMaxY = 8;
 
-/// A body pressed against walls after the last position update (the discrete
-/// solver treats it as a contact with those walls in the next substep).
+/// What a body's contact with walls carried in the last substep (warm start
+/// of the discrete solver's wall contacts), like WarmStart for a pair.
 struct WallTouch {
   BodyId id = kAutoId;
-  std::uint32_t bits = 0;  ///< kWallBit* flags, 1..15
+  std::uint32_t bits = 0;  ///< kWallBit* flags, 1..15: the walls this value is for
+  double value = 0.0;      ///< accumulated normal velocity change, m/s (finite, >= 0)
 };
 
 /// Everything but the bodies that decides the next step. Warm starts are
-/// sorted by (a, b), wall touches by id.
+/// sorted by (a, b), wall touches by (id, bits), one wall each.
 struct SolverState {
   std::uint64_t step = 0;  ///< steps taken so far (StepStats::step)
   double time = 0.0;       ///< simulated seconds so far (StepStats::time)
   std::vector<WarmStart> warm;
   std::vector<WallTouch> walls;
+  /// The broad phase's anchors: each body's position (in id order) rounded to
+  /// float when the candidate pair list was last built, and the skin it was
+  /// built with (m). The list, its colours and so the order contacts are
+  /// solved in follow from them: with them a restored world continues
+  /// bit-identically; without (empty, e.g. a save from an older carom) it
+  /// rebuilds the list from the current positions and continues equivalently.
+  std::vector<float> anchor_x, anchor_y;
+  double skin = 0.0;
 };
 
 }  // namespace carom
