@@ -171,6 +171,11 @@ inline void soft(Vel v, Pair p, Contact& c, double gap, const Softness& sf, bool
     bias = gap * ctx.inv_h;
   } else if (use_bias) {
     bias = std::max(sf.mass_scale * sf.bias_rate * gap, -ctx.max_push);
+    // A pair that carries nothing and already leaves at half the push or
+    // more (an elastic gas's pair after its impact) is left to leave: pushing
+    // it, its neighbours' relax could take back more than the push, and the
+    // gas would lose energy.
+    if (c.accum == 0.0 && un > ctx.resting && un >= -0.5 * bias) return;
     mass_scale = sf.mass_scale;
     impulse_scale = sf.impulse_scale;
   }
@@ -221,6 +226,7 @@ inline void wall_soft(Vel v, WallContact& w, double gap, bool use_bias, const So
     bias = gap * ctx.inv_h;
   } else if (use_bias) {
     bias = std::max(sf.mass_scale * sf.bias_rate * gap, -ctx.max_push);
+    if (w.accum == 0.0 && un > ctx.resting && un >= -0.5 * bias) return;  // leaving, as soft()
     mass_scale = sf.mass_scale;
     impulse_scale = sf.impulse_scale;
   }
