@@ -14,9 +14,9 @@
 // distance, and an approaching pair is stopped at the surface, not after it
 // sinks in (Box2D's speculative margin). Verlet passes 0: only overlapping pairs.
 //
-// Each candidate block counts its contacts, a prefix sum gives every block its
-// slots, then each block writes its own: the contact list is the same for any
-// thread count. Coincident centres get the normal (1, 0): a fixed choice.
+// Each candidate block writes its own list; the lists are joined in block
+// order, each block copying into slots a prefix sum gave it: the contact list
+// is the same for any thread count. Coincident centres get the normal (1, 0): a fixed choice.
 
 #include <algorithm>
 #include <cmath>
@@ -34,41 +34,21 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const double* const y = b.y.data();
   const double* const r = b.r.data();
   const double* const m = b.m.data();
-  // Pass 1: contacts per block.
-  out.block_count.assign(nb + 1, 0);
   std::vector<std::uint32_t> first(nb + 1, 0);  // candidate index of each block's first pair
   for (std::size_t blk = 0; blk < nb; ++blk)
     first[blk + 1] = first[blk] + static_cast<std::uint32_t>(candidates.blocks[blk].size());
-  for_blocks(nb, 1, [&, x, y, r, speculative](std::size_t blk, std::size_t, std::size_t) {
-    const Pair* const block = candidates.blocks[blk].data();
-    const std::size_t size = candidates.blocks[blk].size();
-    std::uint32_t count = 0;
-    for (std::size_t k = 0; k < size; ++k) {
-      const Pair p = block[k];
-      const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
-      const double near = r[p.a] + r[p.b] + speculative;
-      count += dx * dx + dy * dy < near * near;
-    }
-    out.block_count[blk + 1] = count;
-  });
-  for (std::size_t blk = 0; blk < nb; ++blk) out.block_count[blk + 1] += out.block_count[blk];
-  const std::size_t total = out.block_count[nb];
-  out.pairs.resize(total);
-  out.geometry.resize(total);
-  out.candidate.resize(total);
-  out.collided.assign(total, 0);
-  if (points) out.point.resize(total);
-  const std::uint32_t colours = colouring.colours();
-  out.colour_begin.resize(colours + 1);
-  for (std::uint32_t c = 0; c <= colours; ++c) out.colour_begin[c] = out.block_count[colouring.block_begin[c]];
-
-  // Pass 2: each block writes its slots, warm values merged in (both lists
-  // are in candidate order).
+  if (out.block_contacts.size() < nb) out.block_contacts.resize(nb);
+  // Each block writes its contacts into its own list, warm values merged in
+  // (both lists are in candidate order).
   const auto& warm = out.warm;
   for_blocks(nb, 1, [&, x, y, r, m, speculative, points](std::size_t blk, std::size_t, std::size_t) {
     const Pair* const block = candidates.blocks[blk].data();
     const std::size_t size = candidates.blocks[blk].size();
-    std::size_t slot = out.block_count[blk];
+    Contacts::Block& local = out.block_contacts[blk];
+    local.pairs.clear();
+    local.geometry.clear();
+    local.candidate.clear();
+    local.point.clear();
     const std::uint32_t first_k = first[blk];
     std::size_t w = static_cast<std::size_t>(
         std::lower_bound(warm.begin(), warm.end(), std::make_pair(first_k, 0.0)) - warm.begin());
@@ -80,7 +60,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
       const double d2 = dx * dx + dy * dy;
       if (!(d2 < near * near)) continue;
       const std::uint32_t cand = first_k + static_cast<std::uint32_t>(k);
-      Contact& c = out.geometry[slot];
+      Contact c;
       double d = 0.0;
       if (d2 > 0.0) {
         d = std::sqrt(d2);
@@ -91,7 +71,6 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
         c.ny = 0.0;
       }
       c.sep = d - reach;
-      c.spare = 0.0;
       // Equal masses share by exactly 1/2 (m / 2m may not round to it).
       const double ma = m[p.a], mb = m[p.b];
       if (ma == mb) {
@@ -103,14 +82,35 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
       }
       while (w < warm.size() && warm[w].first < cand) ++w;
       c.accum = w < warm.size() && warm[w].first == cand ? warm[w].second : 0.0;
-      c.bounce = 0.0;
       if (points)
-        out.point[slot] = {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach};
-      out.pairs[slot] = p;
-      out.candidate[slot] = cand;
-      ++slot;
+        local.point.push_back(
+            {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach});
+      local.pairs.push_back(p);
+      local.geometry.push_back(c);
+      local.candidate.push_back(cand);
     }
   });
+  // Join the lists in block order (each block copies its own slots).
+  out.block_count.assign(nb + 1, 0);
+  for (std::size_t blk = 0; blk < nb; ++blk)
+    out.block_count[blk + 1] = out.block_count[blk] + static_cast<std::uint32_t>(out.block_contacts[blk].pairs.size());
+  const std::size_t total = out.block_count[nb];
+  out.pairs.resize(total);
+  out.geometry.resize(total);
+  out.candidate.resize(total);
+  out.collided.assign(total, 0);
+  if (points) out.point.resize(total);
+  for_blocks(nb, 1, [&](std::size_t blk, std::size_t, std::size_t) {
+    const Contacts::Block& local = out.block_contacts[blk];
+    const std::size_t at = out.block_count[blk];
+    std::copy(local.pairs.begin(), local.pairs.end(), out.pairs.begin() + static_cast<std::ptrdiff_t>(at));
+    std::copy(local.geometry.begin(), local.geometry.end(), out.geometry.begin() + static_cast<std::ptrdiff_t>(at));
+    std::copy(local.candidate.begin(), local.candidate.end(), out.candidate.begin() + static_cast<std::ptrdiff_t>(at));
+    if (points) std::copy(local.point.begin(), local.point.end(), out.point.begin() + static_cast<std::ptrdiff_t>(at));
+  });
+  const std::uint32_t colours = colouring.colours();
+  out.colour_begin.resize(colours + 1);
+  for (std::uint32_t c = 0; c <= colours; ++c) out.colour_begin[c] = out.block_count[colouring.block_begin[c]];
   return total;
 }
 

@@ -76,7 +76,14 @@ struct Contacts {
   std::vector<std::uint8_t> collided;    // an impact this substep (discrete) / pushed apart (Verlet)
   std::vector<Vec2> point;               // radius-weighted contact point at detection (events)
   std::vector<std::uint32_t> colour_begin;  // contact index where colour k starts; size colours + 1
-  std::vector<std::uint32_t> block_count;   // scratch: contacts per candidate block
+  std::vector<std::uint32_t> block_count;   // scratch: first contact of each candidate block
+  struct Block {                            // scratch: one candidate block's contacts
+    std::vector<Pair> pairs;
+    std::vector<Contact> geometry;
+    std::vector<std::uint32_t> candidate;
+    std::vector<Vec2> point;
+  };
+  std::vector<Block> block_contacts;
   std::vector<std::uint8_t> fired_now, fired_before;  // scratch: per body, an impact changed it (this / last pass)
   // Warm starting: (candidate index, accumulated value) of last substep's
   // contacts that carried load, in candidate order: sparse, because a gas has
