@@ -70,6 +70,7 @@ namespace {
 
 constexpr std::uint32_t kOverflow = kColours - 1;  // pairs that found every other colour taken
 constexpr std::size_t kPairBlock = 4096;          // candidates per block of the coloured list
+constexpr std::size_t kWarmBlock = 8192;          // contacts per block when the warm values are kept
 constexpr std::size_t kGrain = 512;               // contacts per parallel task, at least
 
 // Runs fn(k) for every contact k, colour by colour; the contacts of a colour
@@ -308,33 +309,35 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, co
   // 1. Impacts, until none fires. After the first pass only contacts with a
   // body whose velocity an impact changed (last pass, or this one in an
   // earlier colour) can fire: the others are skipped.
+  // The pass in which an impact last changed each body, + 1 (0: none this
+  // substep): one array stamped per pass instead of two cleared per pass.
   const int kImpactPasses = std::max(ctx.iterations, 16);
-  const std::size_t n = b.size();
-  cs.fired_now.assign(n, 0);
-  cs.fired_before.assign(n, 0);
+  cs.fired.assign(b.size(), 0);
+  std::uint8_t* const fired_in = cs.fired.data();
+  std::uint64_t count = 0;  // contacts that collided (once each)
   for (int it = 0; it < kImpactPasses; ++it) {
-    if (it > 0) {
-      std::swap(cs.fired_now, cs.fired_before);
-      std::fill(cs.fired_now.begin(), cs.fired_now.end(), 0);
-    }
-    std::uint8_t* const now = cs.fired_now.data();
-    const std::uint8_t* const before = cs.fired_before.data();
+    const auto stamp = static_cast<std::uint8_t>(it + 1);
+    const auto recent = static_cast<std::uint8_t>(it);  // last pass or this one
     const bool all = it == 0;
+    std::atomic<std::uint64_t> first_time{0};
     const std::uint64_t fired =
         for_walls(walls, [&](WallContact& w) -> std::uint32_t {
           const std::uint32_t i = w.entry >> 2;
-          if (!all && !before[i] && !now[i]) return 0u;
+          if (!all && fired_in[i] < recent) return 0u;
           if (!wall_impact(v, pos, w, ctx)) return 0u;
-          now[i] = 1;
+          fired_in[i] = stamp;
           return 1u;
         }) +
         for_colours(cs, [&](std::size_t k) -> std::uint32_t {
           const Pair p = pairs[k];
-          if (!all && !(before[p.a] | before[p.b] | now[p.a] | now[p.b])) return 0u;
+          if (!all && fired_in[p.a] < recent && fired_in[p.b] < recent) return 0u;
+          const bool before = collided[k] != 0;
           if (!impact(v, pos, p, geo[k], collided[k], ctx)) return 0u;
-          now[p.a] = now[p.b] = 1;
+          fired_in[p.a] = fired_in[p.b] = stamp;
+          if (!before) first_time.fetch_add(1, std::memory_order_relaxed);
           return 1u;
         });
+    count += first_time.load(std::memory_order_relaxed);
     if (fired == 0) break;
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).
@@ -357,8 +360,6 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, co
       return 0u;
     });
   }
-  std::uint64_t count = 0;
-  for (std::size_t k = 0; k < cs.size(); ++k) count += collided[k];
   return count;
 }
 
@@ -391,10 +392,18 @@ void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const Solve
       return 0u;
     });
   }
-  // Keep what each contact carries for the next substep.
+  // Keep what each contact carries for the next substep: per fixed block of
+  // contacts a list, joined in order.
+  const std::size_t nb = block_count(cs.size(), kWarmBlock);
+  if (cs.block_warm.size() < nb) cs.block_warm.resize(nb);
+  for_blocks(cs.size(), kWarmBlock, [&](std::size_t k0, std::size_t k1, std::size_t blk) {
+    auto& local = cs.block_warm[blk];
+    local.clear();
+    for (std::size_t k = k0; k < k1; ++k)
+      if (geo[k].accum > 0.0) local.emplace_back(cs.candidate[k], geo[k].accum);
+  });
   cs.warm.clear();
-  for (std::size_t k = 0; k < cs.size(); ++k)
-    if (geo[k].accum > 0.0) cs.warm.emplace_back(cs.candidate[k], geo[k].accum);
+  for (std::size_t blk = 0; blk < nb; ++blk) cs.warm.insert(cs.warm.end(), cs.block_warm[blk].begin(), cs.block_warm[blk].end());
   walls.warm = true;
 }
 

@@ -84,7 +84,8 @@ struct Contacts {
     std::vector<Vec2> point;
   };
   std::vector<Block> block_contacts;
-  std::vector<std::uint8_t> fired_now, fired_before;  // scratch: per body, an impact changed it (this / last pass)
+  std::vector<std::uint8_t> fired;  // scratch: per body, 1 + the impact pass that last changed it (0: none)
+  std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: warm values per contact block
   // Warm starting: (candidate index, accumulated value) of last substep's
   // contacts that carried load, in candidate order: sparse, because a gas has
   // almost none and a dense array per candidate cost 8 bytes a candidate.
