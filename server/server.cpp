@@ -82,6 +82,10 @@ Status Server::Impl::load_initial() {
   so.tick_hz = options.tick_hz;
   so.scenario_dir = options.scenario_dir;
   sim = std::make_unique<SimState>(so);
+  if (!options.state.empty()) {
+    if (const int n = proto::remove_stale_temporaries(options.state); n > 0)
+      spdlog::info("removed {} temporary file(s) of {} left by an interrupted save", n, options.state);
+  }
   if (!options.state.empty() && std::filesystem::exists(options.state)) {
     std::string bytes;
     v1::SavedWorld saved;

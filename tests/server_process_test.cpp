@@ -139,8 +139,21 @@ TEST(ServerProcess, SigtermSaysGoodbyeSavesAndTheStateComesBack) {
     EXPECT_NE(server.log().find("saved the world"), std::string::npos) << server.log();
   }
   ASSERT_TRUE(fs::exists(state));
+  // What a save killed half-way leaves: a temporary of a process that is gone
+  // (removed at start), and one of a live process (left alone).
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  const fs::path dead_tmp = state.string() + ".tmp." + std::to_string(gone);
+  const fs::path live_tmp = state.string() + ".tmp." + std::to_string(::getpid());
+  for (const fs::path& p : {dead_tmp, live_tmp}) std::ofstream(p) << "half a save";
   ServerProcess again({"--state", state.string(), "--threads", "2"});
   ASSERT_NE(again.port(), 0) << again.log();
+  EXPECT_FALSE(fs::exists(dead_tmp)) << again.log();
+  EXPECT_TRUE(fs::exists(live_tmp));
+  EXPECT_NE(again.log().find("left by an interrupted save"), std::string::npos) << again.log();
+  fs::remove(live_tmp);
   client::Connection ctl = connect(again.port(), v1::ROLE_CONTROLLER);
   EXPECT_TRUE(ctl.welcome().paused());
   v1::Command get;

@@ -4,12 +4,15 @@
 
 #include "carom/proto/text.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -99,26 +102,59 @@ bool read_file(const std::string& path, std::string* out) {
 
 bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error) {
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      *error = temp + ": cannot create: " + std::strerror(errno);
-      return false;
-    }
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      *error = temp + ": cannot write: " + std::strerror(errno);
-      std::remove(temp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    *error = path + ": cannot replace: " + std::strerror(errno);
-    std::remove(temp.c_str());
+  auto fail = [&](const std::string& what, bool remove_temp) {
+    *error = what + ": " + std::strerror(errno);
+    if (remove_temp) std::remove(temp.c_str());
     return false;
+  };
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(temp + ": cannot create", false);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return fail(temp + ": cannot write", true);
+    }
+    done += static_cast<std::size_t>(n);
   }
+  // The bytes reach the disk before the name points at them, and the rename
+  // reaches it before we say the save is done.
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return fail(temp + ": cannot sync", true);
+  }
+  if (::close(fd) != 0) return fail(temp + ": cannot close", true);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) return fail(path + ": cannot replace", true);
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return fail(dir.string() + ": cannot open the directory to sync it", false);
+  const bool synced = ::fsync(dfd) == 0;
+  ::close(dfd);
+  if (!synced) return fail(dir.string() + ": cannot sync the directory", false);
   return true;
+}
+
+int remove_stale_temporaries(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    long pid = 0;
+    const char* first = name.data() + prefix.size();
+    const char* last = name.data() + name.size();
+    const auto [end, err] = std::from_chars(first, last, pid);
+    if (err != std::errc{} || end != last || pid <= 0) continue;
+    // A save still under way in a live process is left alone.
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    if (std::filesystem::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
 }
 
 bool parse_text_file(const std::string& path, gp::Message* message, std::string* error,

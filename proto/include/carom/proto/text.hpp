@@ -43,8 +43,13 @@ bool parse_text_file(const std::string& path, google::protobuf::Message* message
 /// Reads a whole file into *out; false if it cannot be read.
 bool read_file(const std::string& path, std::string* out);
 
-/// Writes bytes to a temporary file next to `path`, then renames it over
-/// `path`, so a crash never leaves half a file. False and *error on failure.
+/// Writes bytes to a temporary file next to `path` (`path.tmp.PID`), syncs
+/// it, renames it over `path` and syncs the directory, so neither a crash nor
+/// a power cut leaves half a file. False and *error on failure.
 bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error);
+
+/// Removes the temporary files `path.tmp.PID` that a save killed half-way
+/// left behind (those whose process no longer runs). Returns how many.
+int remove_stale_temporaries(const std::string& path);
 
 }  // namespace carom::proto
