@@ -38,7 +38,14 @@ int main(int argc, char** argv) {
   app.add_option("--state", o.state, "World file: loaded at start when present, saved on exit (and --save-every)");
   app.add_option("--save-every", o.save_every_s, "Seconds between saves of --state (0 = on exit only)")
       ->check(CLI::Range(0.0, 1e6));
+  std::string state_on_error = "fail";
+  app.add_option("--state-on-error", state_on_error,
+                 "When --state does not load: fail (exit, the file untouched) or empty (rename it aside to "
+                 "FILE.failed-TIME, log why, start as if it were not there)")
+      ->check(CLI::IsMember({"fail", "empty"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  o.state_on_error_empty = state_on_error == "empty";
   if (o.token.empty()) {
     if (const char* env = std::getenv("CAROM_TOKEN")) o.token = env;
   }

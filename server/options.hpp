@@ -27,6 +27,11 @@ struct ServerOptions {
   std::string save_on_exit;            ///< write the world here on SIGINT/SIGTERM
   std::string state;                   ///< load at start when present; save on exit and every save_every_s
   double save_every_s = 0.0;           ///< periodic save of `state` (0 = only on exit)
+  /// When `state` exists but does not load: false (fail) refuses to start and
+  /// leaves the file as it is; true (empty) renames it aside to
+  /// `state.failed-UNIXTIME`, logs why, and starts as if there were none (the
+  /// scenario, if any, else an empty world).
+  bool state_on_error_empty = false;
 };
 
 }  // namespace carom::server

@@ -64,6 +64,8 @@ struct Server::Impl {
   std::weak_ptr<Session> step_waiter;  // who sent the Step in progress
 
   Status load_initial();
+  Status load_state_file();
+  SimOptions sim_options() const;
   void accept();
   void run_sim();
   void apply_commands(std::vector<PendingCommand>& commands);
@@ -75,28 +77,50 @@ struct Server::Impl {
   Status save_state(const std::string& path);
 };
 
-Status Server::Impl::load_initial() {
+SimOptions Server::Impl::sim_options() const {
   SimOptions so;
   so.config.max_bodies = options.max_bodies;
   so.config.threads = options.threads;
   so.tick_hz = options.tick_hz;
   so.scenario_dir = options.scenario_dir;
-  sim = std::make_unique<SimState>(so);
+  return so;
+}
+
+Status Server::Impl::load_state_file() {
+  std::string bytes;
+  v1::SavedWorld saved;
+  if (!proto::read_file(options.state, &bytes)) return {StatusCode::kInvalidArgument, options.state + ": cannot read"};
+  if (!saved.ParseFromString(bytes)) {
+    return {StatusCode::kInvalidArgument, options.state + ": not a carom SavedWorld file"};
+  }
+  if (Status s = sim->load_saved(saved); !s.ok()) return {s.code(), options.state + ": " + s.message()};
+  spdlog::info("loaded {} ({} bodies, state hash {:016x})", options.state, sim->world().size(),
+               sim->world().state_hash());
+  return {};
+}
+
+Status Server::Impl::load_initial() {
+  sim = std::make_unique<SimState>(sim_options());
   if (!options.state.empty()) {
     if (const int n = proto::remove_stale_temporaries(options.state); n > 0)
       spdlog::info("removed {} temporary file(s) of {} left by an interrupted save", n, options.state);
   }
   if (!options.state.empty() && std::filesystem::exists(options.state)) {
-    std::string bytes;
-    v1::SavedWorld saved;
-    if (!proto::read_file(options.state, &bytes)) return {StatusCode::kInvalidArgument, options.state + ": cannot read"};
-    if (!saved.ParseFromString(bytes)) {
-      return {StatusCode::kInvalidArgument, options.state + ": not a carom SavedWorld file"};
-    }
-    if (Status s = sim->load_saved(saved); !s.ok()) return {s.code(), options.state + ": " + s.message()};
-    spdlog::info("loaded {} ({} bodies, state hash {:016x})", options.state, sim->world().size(),
-                 sim->world().state_hash());
-    return {};
+    Status st = load_state_file();
+    if (st.ok()) return {};
+    if (!options.state_on_error_empty) return st;
+    // The operator chose to start anyway: the file is kept, renamed aside,
+    // never overwritten by the next save.
+    const std::string aside =
+        options.state + ".failed-" +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
+    std::error_code ec;
+    std::filesystem::rename(options.state, aside, ec);
+    if (ec) return {StatusCode::kInvalidArgument, st.message() + "; and it cannot be renamed aside: " + ec.message()};
+    spdlog::error("{}; kept as {}; starting without it (--state-on-error empty)", st.message(), aside);
+    sim = std::make_unique<SimState>(sim_options());
   }
   if (!options.scenario.empty()) {
     v1::Scenario scenario;

@@ -164,6 +164,47 @@ TEST(ServerProcess, SigtermSaysGoodbyeSavesAndTheStateComesBack) {
   fs::remove(state);
 }
 
+// A state file that does not load never costs the user the file: by default
+// the server refuses to start and leaves it untouched; with
+// --state-on-error empty it keeps it aside, says why, and starts without it.
+TEST(ServerProcess, AStateFileThatDoesNotLoadIsKeptAndTheLogSaysWhy) {
+  const fs::path dir = fs::temp_directory_path() / ("carom-bad-state-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path state = dir / "world.pb";
+  const std::string garbage = "this is not a saved world";
+  std::ofstream(state) << garbage;
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  {
+    ServerProcess refused({"--state", state.string()}, false);
+    EXPECT_EQ(refused.wait_exit(10.0), 1);
+    EXPECT_NE(refused.log().find("world.pb: not a carom SavedWorld file"), std::string::npos) << refused.log();
+    EXPECT_EQ(read(state), garbage);
+  }
+  {
+    ServerProcess started({"--state", state.string(), "--state-on-error", "empty"});
+    ASSERT_NE(started.port(), 0) << started.log();
+    EXPECT_NE(started.log().find("not a carom SavedWorld file; kept as"), std::string::npos) << started.log();
+    fs::path aside;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind("world.pb.failed-", 0) == 0) aside = e.path();
+    ASSERT_FALSE(aside.empty()) << started.log();
+    EXPECT_EQ(read(aside), garbage);
+    // The next save writes a good world beside it; the failed one stays.
+    started.signal(SIGTERM);
+    EXPECT_EQ(started.wait_exit(10.0), 0) << started.log();
+    EXPECT_TRUE(fs::exists(state));
+    EXPECT_EQ(read(aside), garbage);
+  }
+  ServerProcess again({"--state", state.string()});
+  EXPECT_NE(again.port(), 0) << again.log();
+  EXPECT_NE(again.log().find("loaded"), std::string::npos) << again.log();
+  fs::remove_all(dir);
+}
+
 TEST(ServerProcess, RefusesAnOpenBindWithoutAToken) {
   ServerProcess server({"--bind", "0.0.0.0"}, false);
   EXPECT_EQ(server.wait_exit(10.0), 1);
