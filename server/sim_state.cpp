@@ -389,6 +389,7 @@ bool SimState::should_step() const { return !paused_ || pending_steps_ > 0; }
 
 void SimState::step() {
   world_.step();
+  escaped_total_ += world_.stats().escaped;
   ++tick_;
   if (pending_steps_ > 0 && --pending_steps_ == 0 && step_result_) {
     step_result_->set_tick(tick_);
@@ -427,6 +428,8 @@ void SimState::fill_stats(v1::Stats* out) const {
   out->set_paused(paused_);
   out->set_tick(tick_);
   out->set_tick_hz(tick_hz_);
+  out->set_escaped(s.escaped);
+  out->set_escaped_total(escaped_total_);
 }
 
 void SimState::fill_params(v1::WorldParams* out) const { params_to_proto(world_.params(), tick_hz_, out); }

@@ -105,6 +105,7 @@ class SimState {
   SimOptions options_;
   World world_;
   std::uint64_t tick_ = 0;
+  std::uint64_t escaped_total_ = 0;  // bodies removed for leaving the limits since start
   bool paused_ = false;
   double tick_hz_ = 60.0;
   v1::SavedWorld reset_point_;

@@ -468,6 +468,35 @@ TEST(SimState, SaveLoadContinuesBitIdentically) {
   }
 }
 
+// The world a user reached with legal commands only can always be saved and
+// loaded again: a body that leaves the coordinate limits (here in three
+// steps of 1 s under 1e9 m/s^2) is removed and counted, not kept in a state
+// the loader refuses.
+TEST(SimState, ABodyLeavingTheLimitsIsRemovedAndTheWorldStillLoads) {
+  SimState a(options());
+  ok(a, "set_params { params { bounds { walled: false } gravity { x: 0 y: -1e9 } dt: 1 } }");
+  ok(a, "spawn { " + body(0, 0) + " " + body(5, 0) + " }");
+  ok(a, "set_body { id: 2 velocity { x: 0 y: 1e9 } }");
+  std::uint32_t escaped = 0;
+  for (int k = 0; k < 3; ++k) {
+    a.step();
+    escaped += a.world().stats().escaped;
+  }
+  EXPECT_EQ(escaped, 2u);
+  EXPECT_EQ(a.world().size(), 0u);
+  v1::Stats stats;
+  a.fill_stats(&stats);
+  EXPECT_EQ(stats.escaped_total(), 2u);
+  v1::SavedWorld saved;
+  a.save(&saved);
+  SimState b(options());
+  const Status st = b.load_saved(saved);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(b.world().state_hash(), a.world().state_hash());
+  // The ids stay retired.
+  expect_refused(b, "spawn { " + body(0, 0, 0.5, 1) + " }", v1::ALREADY_EXISTS, "bodies[0].id");
+}
+
 TEST(SimState, LoadWithoutSolverStateWouldDiverge) {
   // The control for the test above: the hidden solver state is what keeps
   // the trajectory, so the comparison can fail.

@@ -178,6 +178,7 @@ struct WorldState {
   StepStats stats;
   bool energy_dirty = true;
   std::vector<CollisionEvent> events;
+  std::vector<BodyId> escaped;  // removed by the last step for leaving the limits
 
   WorldState(const WorldConfig& c, const Params& p)
       : config(WorldConfig{std::min(c.max_bodies, kMaxBodies), c.threads, c.continuous_events_per_body,
@@ -829,8 +830,32 @@ BodiesView World::bodies() const {
 }
 
 void World::step() {
-  s_->arena.execute([&] { s_->step(); });
+  auto& s = *s_;
+  s.arena.execute([&] { s.step(); });
+  // Escapers: a body past the coordinate or speed limits (an unbounded world
+  // under gravity gets there in about four hours) is removed, as REBOUND
+  // removes what leaves its box, so every state the world reaches is one its
+  // loader accepts. Per fixed block, joined in order: ids in id order.
+  s.escaped.clear();
+  const auto& b = s.bodies;
+  constexpr std::size_t kBlock = 8192;
+  std::vector<std::vector<BodyId>> found(detail::block_count(b.size(), kBlock));
+  s.arena.execute([&] {
+    detail::for_blocks(b.size(), kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+      for (std::size_t i = i0; i < i1; ++i)
+        if (!(std::abs(b.x[i]) <= kMaxCoordinate && std::abs(b.y[i]) <= kMaxCoordinate &&
+              std::abs(b.vx[i]) <= kMaxSpeed && std::abs(b.vy[i]) <= kMaxSpeed))
+          found[blk].push_back(b.id[i]);
+    });
+  });
+  for (const auto& ids : found) s.escaped.insert(s.escaped.end(), ids.begin(), ids.end());
+  if (!s.escaped.empty()) {
+    (void)remove_bodies(s.escaped);  // every id is live: cannot fail
+    s.stats.escaped = static_cast<std::uint32_t>(s.escaped.size());
+  }
 }
+
+std::span<const BodyId> World::escaped_ids() const { return s_->escaped; }
 
 const StepStats& World::stats() const {
   if (s_->energy_dirty) {

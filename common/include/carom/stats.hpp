@@ -53,6 +53,11 @@ struct StepStats {
   /// perimeter). 0 for the other solvers.
   double wall_impulse = 0.0;
   std::uint64_t events_dropped = 0;  ///< events beyond Params::max_events
+  /// Bodies removed at the end of this step for leaving the limits every
+  /// input is held to (|position| <= kMaxCoordinate, |velocity| <= kMaxSpeed,
+  /// finite): a world never holds what its own loader would refuse.
+  /// World::escaped_ids() names them.
+  std::uint32_t escaped = 0;
   std::uint64_t candidate_pairs = 0; ///< broad-phase pairs in the current pair list (continuous: swept extents)
   std::uint32_t rounds = 0;        ///< most rounds of the contact schedule in a substep
   std::uint32_t pair_rebuilds = 0; ///< broad-phase rebuilds during this step

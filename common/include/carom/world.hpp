@@ -100,6 +100,9 @@ class World {
   const StepStats& stats() const;
   /// Collision events of the last step, in a deterministic order.
   std::span<const CollisionEvent> events() const;
+  /// Ids of the bodies the last step removed for leaving the coordinate or
+  /// speed limits (StepStats::escaped), sorted; their ids are retired.
+  std::span<const BodyId> escaped_ids() const;
   /// 64-bit hash over the bit patterns of every body's id, position, velocity,
   /// radius and mass, in id order (bodies only: not the step count or the
   /// parameters). Equal hashes mean, with overwhelming probability,
