@@ -34,6 +34,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30));
   app.add_option("--handshake-timeout", o.handshake_timeout_s, "Seconds a client has to send Hello")
       ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--stall-timeout", o.stall_timeout_s,
+                 "Seconds a client may leave a write unfinished (stopped reading) before it is disconnected "
+                 "(0 = never; below it a stalled viewer skips frames)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--save-on-exit", o.save_on_exit, "Save the world here on SIGINT/SIGTERM");
   app.add_option("--state", o.state, "World file: loaded at start when present, saved on exit (and --save-every)");
   app.add_option("--save-every", o.save_every_s, "Seconds between saves of --state (0 = on exit only)")

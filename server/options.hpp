@@ -24,6 +24,11 @@ struct ServerOptions {
   double snapshot_hz = 0.0;            ///< 0 = a snapshot every tick
   std::size_t max_frame = proto::kDefaultMaxClientFrame;  ///< client-to-server frame limit, bytes
   double handshake_timeout_s = 5.0;    ///< Hello must arrive within this
+  /// A client whose current write has not completed for this long (it stopped
+  /// reading, or its link died with data in flight) is disconnected, with the
+  /// reason in the log. Below it, a stalled viewer just skips frames
+  /// (latest wins). 0 = never.
+  double stall_timeout_s = 60.0;
   std::string save_on_exit;            ///< write the world here on SIGINT/SIGTERM
   std::string state;                   ///< load at start when present; save on exit and every save_every_s
   double save_every_s = 0.0;           ///< periodic save of `state` (0 = only on exit)

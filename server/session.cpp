@@ -54,15 +54,15 @@ void set_socket_options(tcp::socket& socket) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
   socket.set_option(asio::socket_base::keep_alive(true), ec);
-  // A dead peer is noticed within seconds: first probe after 2 s idle, then
-  // every second, given up after 3; unacknowledged data for 10 s also ends it.
+  // An idle dead peer is noticed within seconds: first probe after 2 s idle,
+  // then every second, given up after 3. A peer that stops reading (alive or
+  // not) is the stall timeout's (deliver_stream): a TCP user timeout would
+  // also reset a live viewer whose receive window is merely full.
   const int fd = socket.native_handle();
   int idle = 2, interval = 1, count = 3;
-  unsigned user_timeout_ms = 10000;
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
 }
 
 }  // namespace
@@ -280,6 +280,14 @@ void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snap
   asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame), snapshot,
                                       table = std::move(table)]() mutable {
     if (self->phase_ != Phase::kActive) return;
+    const double stall = self->hub_.options().stall_timeout_s;
+    if (self->writing_ && stall > 0.0 &&
+        std::chrono::steady_clock::now() - self->write_started_ > std::chrono::duration<double>(stall)) {
+      spdlog::warn("session {} ({}): stalled: a write unfinished for over {} s (--stall-timeout); disconnecting",
+                   self->id_, self->peer_, stall);
+      self->close();
+      return;
+    }
     if (snapshot && self->max_rate_hz_ > 0) {
       const auto now = std::chrono::steady_clock::now();
       // 0.9: tolerate tick jitter so a 30 Hz wish on a 60 Hz server gets 30.
@@ -360,6 +368,7 @@ void Session::write_next() {
     if (phase_ == Phase::kClosing) linger();
     return;
   }
+  write_started_ = std::chrono::steady_clock::now();
   std::array<asio::const_buffer, 2> buffers{asio::buffer(*writing_), asio::const_buffer()};
   if (writing_table_) buffers = {asio::buffer(*writing_table_->frame), asio::buffer(*writing_)};
   asio::async_write(socket_, buffers,

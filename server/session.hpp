@@ -78,6 +78,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool subscribed_ = false;
   double max_rate_hz_ = 0.0;
   std::chrono::steady_clock::time_point last_snapshot_{};
+  std::chrono::steady_clock::time_point write_started_{};  // when the current write began (stall timeout)
 
   std::deque<std::shared_ptr<const std::string>> queue_;
   std::size_t queued_bytes_ = 0;

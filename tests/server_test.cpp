@@ -279,6 +279,51 @@ TEST_F(ServerTest, StoppedViewerDoesNotSlowTheTickOrOtherViewersAndMemoryStaysBo
   EXPECT_GE(s.stats().tick_max_seconds(), s.stats().tick_p99_seconds());
 }
 
+// The documented rule for a viewer that stops reading: below --stall-timeout
+// it only skips frames, and when it reads again it gets the current world
+// quickly; past the timeout it is disconnected (and counted out).
+TEST_F(ServerTest, AStalledViewerSkipsFramesThenIsDisconnectedAtTheStallTimeout) {
+  server::ServerOptions o;
+  o.tick_hz = 60;
+  o.stall_timeout_s = 3.0;
+  start(o);
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(100, 60, 2.0, 0.9)).code(), v1::OK);  // ~100 kB snapshots
+  const int small = 4096;
+  Connection brief, gone;
+  ASSERT_TRUE(connect(brief, v1::ROLE_VIEWER));
+  ASSERT_TRUE(connect(gone, v1::ROLE_VIEWER));
+  setsockopt(gone.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  v1::Command stats;
+  stats.mutable_get_stats();
+  EXPECT_EQ(call(ctl, stats).stats().clients(), 3u);
+  // `brief` stops reading for 1.5 s (its kernel buffers fill, then its frames
+  // are replaced), then reads: past what the buffers held, a snapshot of the
+  // current tick comes within half a second.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const std::uint64_t tick_now = call(ctl, stats).stats().tick();
+  const auto resumed = Clock::now();
+  v1::Snapshot s;
+  do {
+    ASSERT_TRUE(next_snapshot(brief, &s));
+  } while (s.tick() < tick_now && Clock::now() - resumed < std::chrono::seconds(2));
+  EXPECT_GE(s.tick(), tick_now);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - resumed).count(), 0.5);
+  // `gone` never reads: after the 3 s timeout the server lets it go.
+  const auto deadline = Clock::now() + std::chrono::seconds(6);
+  std::uint32_t clients = 3;
+  while (Clock::now() < deadline && clients == 3) {
+    ASSERT_TRUE(next_snapshot(brief, &s));  // `brief` keeps reading meanwhile
+    clients = call(ctl, stats).stats().clients();
+  }
+  EXPECT_EQ(clients, 2u) << "the stalled viewer was not disconnected";
+  v1::ServerMessage m;
+  bool closed = false;
+  for (int k = 0; k < 100000 && !closed; ++k) closed = !gone.receive(&m, 2.0);
+  EXPECT_TRUE(closed);
+}
+
 TEST_F(ServerTest, BadInputIsRefusedAndNothingElseChanges) {
   server::ServerOptions o;
   o.token = "sesame";
