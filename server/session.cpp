@@ -30,6 +30,7 @@ constexpr int kMaxInFlight = 1024;
 // Frame limit before the Hello and for viewers (who send nothing big):
 // controllers get --max-frame-bytes.
 constexpr std::size_t kMaxViewerFrame = std::size_t{64} << 10;
+constexpr std::size_t kMaxReadBuffer = std::size_t{64} << 10;
 
 std::shared_ptr<const std::string> frame_of(const v1::ServerMessage& message) {
   return std::make_shared<const std::string>(proto::encode_frame(message));
@@ -130,6 +131,7 @@ void Session::read_more() {
       return;
     }
     self->decoder_.append(self->read_buffer_.data(), n);
+    if (n == self->read_buffer_.size() && n < kMaxReadBuffer) self->read_buffer_.resize(2 * n);
     for (;;) {
       std::string_view frame;
       std::uint64_t length = 0;

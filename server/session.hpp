@@ -17,6 +17,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "carom/proto/framing.hpp"
 #include "carom/v1/protocol.pb.h"
@@ -70,7 +71,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string peer_;
   bool loopback_ = false;
   proto::FrameDecoder decoder_;
-  std::array<char, 1 << 16> read_buffer_{};
+  // Grows from 4 KiB (a Hello, a command) to 64 KiB while reads fill it:
+  // an idle or refused connection costs little.
+  std::vector<char> read_buffer_ = std::vector<char>(4096);
 
   enum class Phase { kHandshake, kActive, kClosing, kClosed } phase_ = Phase::kHandshake;
   bool control_ = false;

@@ -1,7 +1,10 @@
 // The real carom-server (the Server object main() runs) over real loopback
 // TCP on ephemeral ports, driven by the real client library.
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -322,6 +325,59 @@ TEST_F(ServerTest, AStalledViewerSkipsFramesThenIsDisconnectedAtTheStallTimeout)
   bool closed = false;
   for (int k = 0; k < 100000 && !closed; ++k) closed = !gone.receive(&m, 2.0);
   EXPECT_TRUE(closed);
+}
+
+// Memory per connection is small until a session earns more: 1000 idle
+// connections (no Hello yet) and 3000 refused past the cap leave the server's
+// memory within 16 MiB of where it started once they are closed.
+TEST_F(ServerTest, IdleAndRefusedConnectionsCostLittleMemory) {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+  getrlimit(RLIMIT_NOFILE, &lim);
+  // Each idle connection holds two descriptors here (client and server side),
+  // each refused one up to two while the server lingers on it.
+  const std::size_t room = lim.rlim_cur > 600 ? static_cast<std::size_t>(lim.rlim_cur) - 400 : 200;
+  const std::size_t idle_n = std::min<std::size_t>(1000, room / 6), refused_n = std::min<std::size_t>(3000, room / 3);
+  server::ServerOptions o;
+  o.max_clients = static_cast<std::uint32_t>(idle_n + 1);
+  o.handshake_timeout_s = 120;
+  start(o);
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  const std::size_t rss0 = rss_bytes();
+  auto raw_connect = [&] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server_->port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    return fd;
+  };
+  std::vector<int> idle;
+  for (std::size_t k = 0; k < idle_n; ++k) idle.push_back(raw_connect());
+  v1::Command stats;
+  stats.mutable_get_stats();
+  for (int k = 0; k < 200 && call(ctl, stats).stats().clients() < idle_n + 1; ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(call(ctl, stats).stats().clients(), idle_n + 1);
+  for (std::size_t k = 0; k < refused_n; ++k) {
+    const int fd = raw_connect();
+    char buf[256];
+    (void)::recv(fd, buf, sizeof buf, 0);  // the SERVER_FULL error
+    ::close(fd);
+  }
+  for (const int fd : idle) ::close(fd);
+  // The server notices the closes and the refused sessions' grace ends.
+  for (int k = 0; k < 500 && call(ctl, stats).stats().clients() > 1; ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const std::size_t rss1 = rss_bytes();
+  std::printf("  %zu idle + %zu refused connections: RSS %+.1f MiB after they closed\n", idle_n, refused_n,
+              (static_cast<double>(rss1) - static_cast<double>(rss0)) / (1 << 20));
+  EXPECT_LT(rss1, rss0 + (16u << 20));
 }
 
 TEST_F(ServerTest, BadInputIsRefusedAndNothingElseChanges) {
