@@ -406,6 +406,18 @@ void WorldState::step_substeps(StepStats& st) {
     px.resize(bodies.size());
     py.resize(bodies.size());
   }
+  if (pending_anchor && pending_anchor->x.size() == bodies.size()) {
+    // A restored world: its anchors and skin go in before the first substep
+    // measures how far bodies have moved from them, so it decides to rebuild
+    // from the current positions exactly when the original world would have.
+    xb = pending_anchor->x;
+    yb = pending_anchor->y;
+    skin = pending_anchor->skin;
+    double xmax = 0.0;
+    for (std::size_t i = 0; i < xb.size(); ++i)
+      xmax = std::max({xmax, std::abs(static_cast<double>(xb[i])), std::abs(static_cast<double>(yb[i]))});
+    xb_error = xb.empty() ? 0.0 : 6e-8 * xmax + 1e-30;
+  }
   if (xb.size() != bodies.size()) {
     // Bodies were added or removed: the pair list is rebuilt below anyway and
     // refills xb, yb; until then only their size matters.
@@ -440,6 +452,9 @@ void WorldState::step_substeps(StepStats& st) {
     t = Clock::now();
     const double half_skin = 0.5 * skin * 0.99;
     if (pairs_dirty || max_disp2 > half_skin * half_skin) {
+      // A restored world whose bodies have moved past the skin rebuilds from
+      // where they are, as the original did; else from its anchors.
+      if (max_disp2 > half_skin * half_skin) pending_anchor.reset();
       rebuild_pairs();
       ++st.pair_rebuilds;
     }
