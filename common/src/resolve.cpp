@@ -157,15 +157,17 @@ inline bool impact(Vel v, Pos x, Pair p, Contact& c, std::uint8_t& collided, con
   return true;
 }
 
-// One soft pass over a contact (Box2D v3's solve with bias, or its relax
-// without), in relative velocity units, at the current gap.
-inline void soft(Vel v, Pair p, Contact& c, double gap, const Softness& sf, bool use_bias, const SolveContext& ctx) {
-  const double un = normal_velocity(v, p, c);
+// One soft pass (Box2D v3's solve with bias, or its relax without) in
+// relative velocity units: from the normal velocity `un`, the current `gap`
+// and what the contact carries, the new accumulated change (>= 0). Pairs and
+// walls alike.
+inline double soft_accum(double un, double gap, double accum, const Softness& sf, bool use_bias,
+                         const SolveContext& ctx) {
   // The relax pass (no bias) only takes back what the contact carries: it
   // comes after the positions moved, so a pair that meets now is the next
   // substep's impact, which relaxing it here would make inelastic (Box2D's
   // relax does, and cools an elastic gas).
-  if (c.accum == 0.0 && !use_bias) return;
+  if (accum == 0.0 && !use_bias) return accum;
   double bias = 0.0, mass_scale = 1.0, impulse_scale = 0.0;
   if (gap > 0.0) {
     // Speculative: may close the gap within the substep, no more.
@@ -176,11 +178,15 @@ inline void soft(Vel v, Pair p, Contact& c, double gap, const Softness& sf, bool
     // more (an elastic gas's pair after its impact) is left to leave: pushing
     // it, its neighbours' relax could take back more than the push, and the
     // gas would lose energy.
-    if (c.accum == 0.0 && un > ctx.resting && un >= -0.5 * bias) return;
+    if (accum == 0.0 && un > ctx.resting && un >= -0.5 * bias) return accum;
     mass_scale = sf.mass_scale;
     impulse_scale = sf.impulse_scale;
   }
-  const double accum = std::max(c.accum - (mass_scale * un + bias) - impulse_scale * c.accum, 0.0);
+  return std::max(accum - (mass_scale * un + bias) - impulse_scale * accum, 0.0);
+}
+
+inline void soft(Vel v, Pair p, Contact& c, double gap, const Softness& sf, bool use_bias, const SolveContext& ctx) {
+  const double accum = soft_accum(normal_velocity(v, p, c), gap, c.accum, sf, use_bias, ctx);
   const double change = accum - c.accum;
   if (change == 0.0) return;
   c.accum = accum;
@@ -212,26 +218,13 @@ inline bool wall_impact(Vel v, Pos x, WallContact& w, const SolveContext& ctx) {
   vel += s * du;
   if (w.sep > 0.0 && w.bounce == 0.0) wall_velocity(Vel{x.x, x.y}, w.entry) -= s * du * (w.sep / -un);  // as impact()
   w.bounce += du;
-  w.collided = 1;
   return true;
 }
 
 inline void wall_soft(Vel v, WallContact& w, double gap, bool use_bias, const SolveContext& ctx) {
   double& vel = wall_velocity(v, w.entry);
   const double s = wall_sign(w.entry);
-  const double un = s * vel;
-  if (w.accum == 0.0 && !use_bias) return;  // as soft()
-  double bias = 0.0, mass_scale = 1.0, impulse_scale = 0.0;
-  const Softness& sf = ctx.wall_soft;
-  if (gap > 0.0) {
-    bias = gap * ctx.inv_h;
-  } else if (use_bias) {
-    bias = std::max(sf.mass_scale * sf.bias_rate * gap, -ctx.max_push);
-    if (w.accum == 0.0 && un > ctx.resting && un >= -0.5 * bias) return;  // leaving, as soft()
-    mass_scale = sf.mass_scale;
-    impulse_scale = sf.impulse_scale;
-  }
-  const double accum = std::max(w.accum - (mass_scale * un + bias) - impulse_scale * w.accum, 0.0);
+  const double accum = soft_accum(s * vel, gap, w.accum, ctx.wall_soft, use_bias, ctx);
   const double change = accum - w.accum;
   if (change == 0.0) return;
   w.accum = accum;

@@ -52,7 +52,6 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out);
 /// 2 | wall (0 min x, 1 max x, 2 min y, 3 max y).
 struct WallContact {
   std::uint32_t entry = 0;
-  std::uint32_t collided = 0;  // an impact this substep
   double sep = 0;              // gap to the wall at detection, m
   double accum = 0;            // as Contact::accum
   double bounce = 0;           // as Contact::bounce

@@ -256,14 +256,11 @@ void WorldState::rebuild_pairs() {
   // The anchors: where each body is, rounded to float. The candidate list is
   // built from them (not from the exact positions), so a world restored with
   // the same anchors and skin builds the very same list, colours and order.
+  // A restored world's anchors and skin are already in xb, yb and skin
+  // (step_substeps put them there before measuring displacement).
   const bool restored = pending_anchor.has_value() && pending_anchor->x.size() == n;
-  if (restored) {
-    xb = std::move(pending_anchor->x);
-    yb = std::move(pending_anchor->y);
-  } else {
-    xb.resize(n);
-    yb.resize(n);
-  }
+  xb.resize(n);
+  yb.resize(n);
   // One pass: the anchors, the fastest speed, the radius sum, and the range
   // (radii, bounding box of the anchors) the broad phase needs. Exact max/min
   // per block; the radius sum is per fixed block, in order.
@@ -305,8 +302,8 @@ void WorldState::rebuild_pairs() {
   // Skin: room for the fastest body to travel about 1.5 steps before a
   // rebuild, at least 5% of the smallest radius, at most 4 mean radii (so one
   // very fast body cannot make every body a candidate of every other).
-  skin = restored ? pending_anchor->skin
-                  : std::clamp(3.0 * std::sqrt(vmax2) * params.dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
+  if (!restored)
+    skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
   pending_anchor.reset();
   // Storage indices are stale after an edit; warm values are kept only
   // across rebuilds caused by motion (or come from restore_solver_state).
