@@ -59,7 +59,6 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <functional>
 #include <numbers>
 #include <span>
 
@@ -252,35 +251,11 @@ inline double wall_gap(const BodyStore& b, std::uint32_t entry, const Bounds& bo
   }
 }
 
-// Each body's candidates in candidate order (a counting sort by body), once
-// per candidate list, for the impact worklist.
-void build_adjacency(std::size_t n, const PairBlocks& pairs, Colouring& col) {
-  auto& begin = col.body_begin;
-  begin.assign(n + 1, 0);
-  for (const auto& block : pairs.blocks)
-    for (const Pair p : block) {
-      ++begin[p.a + 1];
-      ++begin[p.b + 1];
-    }
-  for (std::size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
-  col.body_cand.resize(2 * pairs.count);
-  std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
-  std::uint32_t c = 0;
-  for (const auto& block : pairs.blocks)
-    for (const Pair p : block) {
-      col.body_cand[fill[p.a]++] = c;
-      col.body_cand[fill[p.b]++] = c;
-      ++c;
-    }
-  col.adjacency = true;
-}
-
 }  // namespace
 
 void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out) {
   out.used.assign(bodies, 0);
   out.colour.resize(pairs.count);
-  out.adjacency = false;
   std::vector<std::uint32_t> count(kColours, 0);
   constexpr std::uint64_t kNormal = (std::uint64_t{1} << kOverflow) - 1;
   std::size_t k = 0;
@@ -326,8 +301,7 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out) {
   pairs.blocks = std::move(blocks);
 }
 
-std::uint64_t solve_contacts(BodyStore& b, const PairBlocks& candidates, Colouring& colouring, Contacts& cs,
-                             WallContacts& walls, const SolveContext& ctx) {
+std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
   const Vel v{b.vx.data(), b.vy.data()};
   const Pos pos{b.x.data(), b.y.data()};
   Contact* const geo = cs.geometry.data();
@@ -339,84 +313,14 @@ std::uint64_t solve_contacts(BodyStore& b, const PairBlocks& candidates, Colouri
   // earlier colour) can fire: the others are skipped.
   // The pass in which an impact last changed each body, + 1 (0: none this
   // substep): one array stamped per pass instead of two cleared per pass.
-  // A later pass that starts from few such bodies does not sweep every
-  // contact: it visits exactly the contacts the sweep would look at, in the
-  // same (contact) order, from a worklist (each body's contacts, a min-heap
-  // of contact indices), on one thread. Contacts of one colour share no body,
-  // so the order within a colour does not matter: the same bits as the sweep.
   const int kImpactPasses = std::max(ctx.iterations, 16);
-  const std::size_t n = b.size(), m = cs.size();
-  cs.fired.assign(n, 0);
+  cs.fired.assign(b.size(), 0);
   std::uint8_t* const fired_in = cs.fired.data();
   std::uint64_t count = 0;  // contacts that collided (once each)
-  auto& hot = cs.hot;       // the bodies the last pass changed (a body may repeat)
-  auto& new_hot = cs.new_hot;
-  bool have_contact_of = false;
   for (int it = 0; it < kImpactPasses; ++it) {
     const auto stamp = static_cast<std::uint8_t>(it + 1);
     const auto recent = static_cast<std::uint8_t>(it);  // last pass or this one
     const bool all = it == 0;
-    if (!all && hot.size() <= n / 8) {
-      if (!colouring.adjacency) build_adjacency(n, candidates, colouring);
-      if (!have_contact_of) {
-        cs.contact_of.resize(candidates.count);
-        for (std::size_t k = 0; k < m; ++k) cs.contact_of[cs.candidate[k]] = static_cast<std::uint32_t>(k);
-        cs.queued.assign(m, 0);
-        have_contact_of = true;
-      }
-      const std::uint32_t* const body_begin = colouring.body_begin.data();
-      const std::uint32_t* const body_cand = colouring.body_cand.data();
-      const std::uint32_t* const contact_of = cs.contact_of.data();
-      const std::uint32_t* const candidate = cs.candidate.data();
-      std::uint8_t* const queued = cs.queued.data();
-      auto& heap = cs.heap;
-      heap.clear();
-      // Queues body i's contacts after contact `after` (all: kNone).
-      constexpr std::uint32_t kNone = ~std::uint32_t{0};
-      const auto enqueue = [&](std::uint32_t i, std::uint32_t after) {
-        for (std::uint32_t e = body_begin[i]; e < body_begin[i + 1]; ++e) {
-          const std::uint32_t c = body_cand[e];
-          const std::uint32_t k = contact_of[c];
-          if (k >= m || candidate[k] != c) continue;  // not a contact this substep
-          if ((after != kNone && k <= after) || queued[k] == stamp) continue;
-          queued[k] = stamp;
-          heap.push_back(k);
-          std::push_heap(heap.begin(), heap.end(), std::greater<>());
-        }
-      };
-      std::uint64_t fired = 0;
-      new_hot.clear();
-      for (auto& block : walls.blocks) {
-        for (WallContact& w : block) {
-          const std::uint32_t i = w.entry >> 2;
-          if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) continue;
-          if (fired_in[i] != stamp) new_hot.push_back(i);
-          fired_in[i] = stamp;
-          ++fired;
-        }
-      }
-      for (const std::uint32_t i : hot) enqueue(i, kNone);
-      for (const std::uint32_t i : new_hot) enqueue(i, kNone);
-      while (!heap.empty()) {
-        std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-        const std::uint32_t k = heap.back();
-        heap.pop_back();
-        const Pair p = pairs[k];
-        const bool before = collided[k] != 0;
-        if (!impact(v, pos, p, geo[k], collided[k], ctx)) continue;
-        ++fired;
-        if (!before) ++count;
-        for (const std::uint32_t i : {p.a, p.b}) {
-          // A body the pass had not touched yet: its later contacts join.
-          if (fired_in[i] < recent) enqueue(i, k);
-          if (fired_in[i] != stamp) new_hot.push_back(i);
-          fired_in[i] = stamp;
-        }
-      }
-      hot.swap(new_hot);
-      if (fired == 0) break;
-      continue;
-    }
     std::atomic<std::uint64_t> first_time{0};
     const std::uint64_t fired =
         for_walls(walls, [&](WallContact& w) -> std::uint32_t {
@@ -437,23 +341,6 @@ std::uint64_t solve_contacts(BodyStore& b, const PairBlocks& candidates, Colouri
         });
     count += first_time.load(std::memory_order_relaxed);
     if (fired == 0) break;
-    // The bodies this pass changed, for the next pass's worklist: after the
-    // first pass, from the contacts and walls that fired (every impact so
-    // far is from it); after a later sweep, from the stamps.
-    hot.clear();
-    if (all) {
-      for (std::size_t k = 0; k < m; ++k)
-        if (collided[k]) {
-          hot.push_back(pairs[k].a);
-          hot.push_back(pairs[k].b);
-        }
-      for (const auto& block : walls.blocks)
-        for (const WallContact& w : block)
-          if (w.bounce != 0.0) hot.push_back(w.entry >> 2);
-    } else {
-      for (std::size_t i = 0; i < n; ++i)
-        if (fired_in[i] == stamp) hot.push_back(static_cast<std::uint32_t>(i));
-    }
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).
   for_walls(walls, [&](WallContact& w) {

@@ -42,10 +42,6 @@ struct Colouring {
   std::vector<std::uint32_t> block_begin;  // first candidate block of colour k; size colours + 1
   std::vector<std::uint64_t> used;    // scratch: per body, the colours taken
   std::vector<std::uint8_t> colour;   // scratch: per candidate
-  // Each body's candidates in candidate order (cand[begin[i] .. begin[i + 1])),
-  // built when the impact worklist first needs them after a rebuild.
-  std::vector<std::uint32_t> body_begin, body_cand;
-  bool adjacency = false;
   std::uint32_t colours() const { return begin.empty() ? 0 : static_cast<std::uint32_t>(begin.size() - 1); }
 };
 /// Reorders `pairs` into colour order (blocks of one colour each) and fills
@@ -88,11 +84,6 @@ struct Contacts {
   };
   std::vector<Block> block_contacts;
   std::vector<std::uint8_t> fired;  // scratch: per body, 1 + the impact pass that last changed it (0: none)
-  // Scratch of the impact passes after the first: the contact of each
-  // candidate (valid where candidate[contact_of[c]] == c), the contacts queued
-  // in a pass (stamped with it), the bodies an impact changed.
-  std::vector<std::uint32_t> contact_of, heap, hot, new_hot;
-  std::vector<std::uint8_t> queued;
   std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: warm values per contact block
   // Warm starting: (candidate index, accumulated value) of last substep's
   // contacts that carried load, in candidate order: sparse, because a gas has
@@ -184,8 +175,7 @@ void collide_walls(const BodyStore& b, const Bounds& box, double speculative, Wa
 /// none fires, at most max(iterations, 16)), then warm starting and
 /// `iterations` soft passes with bias (Box2D v3's soft step). Walls first, then
 /// colour by colour. Returns the number of pair contacts that collided.
-std::uint64_t solve_contacts(BodyStore& b, const PairBlocks& candidates, Colouring& colouring, Contacts& contacts,
-                             WallContacts& walls, const SolveContext& ctx);
+std::uint64_t solve_contacts(BodyStore& b, Contacts& contacts, WallContacts& walls, const SolveContext& ctx);
 
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
 /// bias's velocity taken out again, speculative contacts still holding), then

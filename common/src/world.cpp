@@ -468,7 +468,7 @@ void WorldState::step_substeps(StepStats& st) {
     //    walls first, then colour by colour.
     t = Clock::now();
     ctx.max_push = kMaxPush * rmin;
-    st.collisions += verlet ? push_contacts(bodies, contacts, p.bounds, p.iterations, px, py) : solve_contacts(bodies, pairs, colouring, contacts, walls, ctx);
+    st.collisions += verlet ? push_contacts(bodies, contacts, p.bounds, p.iterations, px, py) : solve_contacts(bodies, contacts, walls, ctx);
     st.seconds.resolve_contacts += seconds_since(t);
 
     // 5. Integrate positions and walls (Verlet: walls and derived velocities).
