@@ -113,8 +113,8 @@ double predict_positions(BodyStore& b, double h, std::span<double> px, std::span
   });
 }
 
-void finish_verlet(BodyStore& b, const Params& p, double h, double resting, std::span<const double> px,
-                   std::span<const double> py) {
+void finish_verlet(BodyStore& b, const Params& p, double h, double resting, double max_push,
+                   std::span<const double> px, std::span<const double> py) {
   const Bounds box = p.bounds;
   const double e = p.restitution;
   const double inv_h = 1.0 / h;
@@ -125,8 +125,17 @@ void finish_verlet(BodyStore& b, const Params& p, double h, double resting, std:
       // the wall answers the velocity the body brought (still in v: the
       // pushes moved positions only) with restitution, not the push's: a body
       // pushed into a wall by its neighbours must not bounce off it.
+      // The pushes' share of it, (x - (px + v h)) / h, at most max_push:
+      // a deep push (a tall pile at one substep) must not launch the body.
       double vx = (x - px[i]) * inv_h;
       double vy = (y - py[i]) * inv_h;
+      const double pushx = vx - b.vx[i], pushy = vy - b.vy[i];
+      const double push2 = pushx * pushx + pushy * pushy;
+      if (push2 > max_push * max_push) {
+        const double scale = max_push / std::sqrt(push2);
+        vx = b.vx[i] + pushx * scale;
+        vy = b.vy[i] + pushy * scale;
+      }
       if (box.walled) {
         double ux = b.vx[i], uy = b.vy[i];
         const double x0 = x, y0 = y;

@@ -72,6 +72,10 @@ constexpr std::uint32_t kOverflow = kColours - 1;  // pairs that found every oth
 constexpr std::size_t kPairBlock = 4096;          // candidates per block of the coloured list
 constexpr std::size_t kWarmBlock = 8192;          // contacts per block when the warm values are kept
 constexpr std::size_t kGrain = 512;               // contacts per parallel task, at least
+// Verlet: more passes than asked for while a pair overlaps by more than this
+// share of its smaller radius, up to this many passes in all.
+constexpr double kDeepOverlap = 0.5;
+constexpr int kDeepPasses = 32;
 
 // Runs fn(k) for every contact k, colour by colour; the contacts of a colour
 // in parallel (they share no body: any split, same bits). The overflow colour
@@ -437,13 +441,22 @@ std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, in
       c.bounce = normal_velocity(v, p, c);
     }
   });
-  for (int it = 0; it < iterations; ++it) {
-    const std::uint64_t moved = for_colours(cs, [&](std::size_t k) -> std::uint32_t {
+  // The user's passes, then more (up to kDeepPasses in all) while a pass
+  // still finds a pair overlapping by more than kDeepOverlap of its smaller
+  // radius: at low settings a tall pile would otherwise sink into itself
+  // (each pass carries a push about one layer down). A pass returns the
+  // pairs it pushed, plus 2^32 for each deep one.
+  constexpr std::uint64_t kDeep = std::uint64_t{1} << 32;
+  const int passes = std::max(iterations, kDeepPasses);
+  cs.push_passes = 0;
+  for (int it = 0; it < passes; ++it) {
+    const std::uint64_t moved = for_colours(cs, [&](std::size_t k) -> std::uint64_t {
       const Pair p = pairs[k];
       const Contact& c = geo[k];
       const double reach = r[p.a] + r[p.b];
       const double sep = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - reach;
       if (!(sep < 0.0)) return 0u;
+      const std::uint64_t deep = sep < -kDeepOverlap * std::min(r[p.a], r[p.b]) ? kDeep : 0u;
       x[p.a] += c.share_a * sep * c.nx;
       y[p.a] += c.share_a * sep * c.ny;
       x[p.b] -= c.share_b * sep * c.nx;
@@ -467,9 +480,10 @@ std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, in
         }
       }
       collided[k] = 1;
-      return 1u;
+      return 1u + deep;
     });
-    if (moved == 0) break;
+    cs.push_passes = it + 1;
+    if (moved == 0 || (it + 1 >= iterations && moved < kDeep)) break;
   }
   std::uint64_t count = 0;
   for (std::size_t k = 0; k < cs.size(); ++k) count += collided[k];
@@ -481,7 +495,9 @@ void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double r
   Contact* const geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
   const std::uint8_t* const collided = cs.collided.data();
-  for (int it = 0; it < iterations; ++it) {
+  // As many passes as the push made (it may have made more than asked for).
+  const int passes = std::max(iterations, cs.push_passes);
+  for (int it = 0; it < passes; ++it) {
     const std::uint64_t changed = for_colours(cs, [&](std::size_t k) -> std::uint32_t {
       if (!collided[k]) return 0u;
       Contact& c = geo[k];

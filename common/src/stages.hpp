@@ -83,6 +83,7 @@ struct Contacts {
     std::vector<Vec2> point;
   };
   std::vector<Block> block_contacts;
+  int push_passes = 0;  // Verlet: position passes the last push_contacts made
   std::vector<std::uint8_t> fired;  // scratch: per body, 1 + the impact pass that last changed it (0: none)
   std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: warm values per contact block
   // Warm starting: (candidate index, accumulated value) of last substep's
@@ -152,10 +153,11 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,
                          std::span<const float> xb, std::span<const float> yb);
 
-/// Verlet finish: v <- (x - previous x) / h; walls clamp, and on a clamped
+/// Verlet finish: v <- (x - previous x) / h, the pushes' share of it at most
+/// `max_push` (m/s); walls clamp, and on a clamped
 /// axis the velocity is the one the body brought, reflected with restitution
 /// above `resting` (stopped below).
-void finish_verlet(BodyStore& b, const Params& p, double h, double resting, std::span<const double> px,
+void finish_verlet(BodyStore& b, const Params& p, double h, double resting, double max_push, std::span<const double> px,
                    std::span<const double> py);
 
 /// Narrow phase: the candidate pairs whose gap is below `speculative` (0:
@@ -184,12 +186,14 @@ void relax_contacts(BodyStore& b, Contacts& contacts, WallContacts& walls, const
 
 /// Verlet: `iterations` position passes pushing overlapping pairs apart along
 /// their normal at the start of the substep (px, py), colour by colour; a
-/// wall holds a body it clamps and the partner takes the whole push.
+/// wall holds a body it clamps and the partner takes the whole push; more
+/// passes (up to 32) while a pass finds a pair overlapping by more than half
+/// its smaller radius (the count goes in contacts.push_passes).
 /// Records each contact's approach speed first.
 std::uint64_t push_contacts(BodyStore& b, Contacts& contacts, const Bounds& bounds, int iterations,
                             std::span<const double> px, std::span<const double> py);
 
-/// Verlet, after finish_verlet: up to `iterations` velocity passes that give
+/// Verlet, after finish_verlet: up to max(iterations, push passes) velocity passes that give
 /// each pushed pair the normal velocity restitution gives it (-e times its
 /// approach before the push, 0 below the resting speed), so the push-apart
 /// adds no energy.
