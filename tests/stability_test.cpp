@@ -173,7 +173,9 @@ TEST_P(VerletAtEverySetting, NeverExplodesOrStacksBodies) {
               p.iterations, worst, w.stats().kinetic_energy);
   EXPECT_LT(worst, 1.5) << "two bodies closer than half a radius";
   // Issue 13's bar for the default substeps at a single pass.
-  if (p.substeps == 4 && p.iterations == 1) EXPECT_LE(worst, 0.25);
+  if (p.substeps == 4 && p.iterations == 1) {
+    EXPECT_LE(worst, 0.25);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Substeps1To8, VerletAtEverySetting,
