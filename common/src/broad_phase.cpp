@@ -221,7 +221,10 @@ template <class T>
 void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const double> radius, double margin,
                    const BodyRange& range, BroadPhase& bp, PairBlocks& out) {
   const std::size_t n = x.size();
-  for (auto& b : out.blocks) b.clear();
+  // The last list goes first (its blocks may be the colouring's, whose sizes
+  // say nothing of the search's): at a million bodies two lists at once are
+  // the peak of memory.
+  out.blocks.clear();
   out.count = 0;
   if (n < 2) return;
   auto extent_of = [&](std::size_t i) { return radius[i] + margin; };
@@ -359,12 +362,8 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
     // doubling would hold up to twice the list (and both copies while it
     // moves) at the moment memory peaks. The list changes little from one
     // rebuild to the next; a block that outgrows this grows by an eighth.
-    const std::size_t expected = local.size() + local.size() / 32 + 16;
-    local.clear();
-    if (local.capacity() < expected) {
-      local = {};
-      local.reserve(expected);
-    }
+    const std::size_t last = blk < bp.block_size.size() ? bp.block_size[blk] : 0;
+    local.reserve(last + last / 32 + 16);
     if (uniform && one_level) {
       search_block<true, true>(in, p0, p1, local);
     } else if (one_level) {
@@ -374,7 +373,11 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
     }
   });
 
-  for (const auto& blk : out.blocks) out.count += blk.size();
+  bp.block_size.resize(nb);
+  for (std::size_t blk = 0; blk < nb; ++blk) {
+    bp.block_size[blk] = out.blocks[blk].size();
+    out.count += out.blocks[blk].size();
+  }
 }
 
 BodyRange body_range(std::span<const double> x, std::span<const double> y, std::span<const double> radius) {

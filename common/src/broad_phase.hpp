@@ -42,6 +42,18 @@ struct BroadPhase {
   std::vector<float> sx, sy;              // sorted positions relative to the bounding box's middle, as float
   std::vector<double> se;                 // sorted extents (empty when all are equal)
   std::vector<std::uint8_t> slevel;       // sorted grid levels (empty with a single level)
+  std::vector<std::size_t> block_size;    // pairs each search block found last time (its next reserve)
+  /// Gives back the per-body arrays (kept: block_size). A large world calls
+  /// this after each search: they would otherwise sit beside the colouring
+  /// at the moment memory peaks.
+  void release() {
+    std::vector<std::uint32_t>().swap(bucket_end);
+    std::vector<std::uint32_t>().swap(sorted);
+    std::vector<float>().swap(sx);
+    std::vector<float>().swap(sy);
+    std::vector<double>().swap(se);
+    std::vector<std::uint8_t>().swap(slevel);
+  }
 };
 
 /// Exact minima and maxima over the bodies: radius and bounding box.

@@ -279,6 +279,10 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out) {
   std::uint32_t colours = 0;
   for (std::uint32_t c = 0; c < kColours; ++c)
     if (count[c]) colours = c + 1;
+  // Memory peaks here at a million bodies: the per-body colour masks go
+  // before the coloured list is made, and each searched block as soon as its
+  // pairs are placed, so the list is never held twice.
+  std::vector<std::uint64_t>().swap(out.used);
   // Blocks of one colour each, colours in order, candidates in order within.
   std::vector<std::vector<Pair>> blocks;
   out.begin.assign(colours + 1, 0);
@@ -290,17 +294,17 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out) {
     out.block_begin[c + 1] = static_cast<std::uint32_t>(first_block[c + 1]);
   }
   blocks.resize(first_block[colours]);
-  for (std::uint32_t c = 0; c < colours; ++c)
-    for (std::size_t blk = first_block[c]; blk < first_block[c + 1]; ++blk)
-      blocks[blk].reserve(std::min<std::size_t>(kPairBlock, count[c] - (blk - first_block[c]) * kPairBlock));
   std::vector<std::size_t> fill(colours, 0);
   k = 0;
-  for (const auto& block : pairs.blocks) {
+  for (auto& block : pairs.blocks) {
     for (const Pair p : block) {
       const std::uint32_t c = out.colour[k++];
-      blocks[first_block[c] + fill[c] / kPairBlock].push_back(p);
+      auto& dst = blocks[first_block[c] + fill[c] / kPairBlock];
+      if (fill[c] % kPairBlock == 0) dst.reserve(std::min<std::size_t>(kPairBlock, count[c] - fill[c]));
+      dst.push_back(p);
       ++fill[c];
     }
+    std::vector<Pair>().swap(block);
   }
   pairs.blocks = std::move(blocks);
 }

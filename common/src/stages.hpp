@@ -91,6 +91,17 @@ struct Contacts {
   // almost none and a dense array per candidate cost 8 bytes a candidate.
   std::vector<std::pair<std::uint32_t, double>> warm;
   std::size_t size() const { return pairs.size(); }
+  /// Gives back the per-contact arrays (not `warm`): a large world calls this
+  /// before rebuilding its pair list, the moment memory peaks.
+  void release() {
+    std::vector<Pair>().swap(pairs);
+    std::vector<Contact>().swap(geometry);
+    std::vector<std::uint32_t>().swap(candidate);
+    std::vector<std::uint8_t>().swap(collided);
+    std::vector<Vec2>().swap(point);
+    std::vector<Block>().swap(block_contacts);
+    colour_begin.clear();
+  }
   std::uint32_t colours() const { return colour_begin.empty() ? 0 : static_cast<std::uint32_t>(colour_begin.size() - 1); }
 };
 
