@@ -146,7 +146,7 @@ void Server::Impl::accept() {
       });
       return;
     }
-    std::make_shared<Session>(std::move(socket), hub)->start();
+    if (!refuse_if_full(socket, hub)) std::make_shared<Session>(std::move(socket), hub)->start();
     accept();
   });
 }

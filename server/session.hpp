@@ -27,6 +27,13 @@ namespace carom::server {
 
 class Hub;
 
+/// At the door: when the server is full or shutting down, answers the new
+/// connection with the Error (SERVER_FULL or SHUTTING_DOWN) and closes it
+/// once the peer has read it (2 s at most), without a Session (no buffers,
+/// no registration), and returns true. Else false: make a Session, whose
+/// start() still refuses if the last slot went meanwhile.
+bool refuse_if_full(boost::asio::ip::tcp::socket& socket, Hub& hub);
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(boost::asio::ip::tcp::socket socket, Hub& hub);
