@@ -17,6 +17,7 @@
 #include "body_store.hpp"
 #include "broad_phase.hpp"
 #include "continuous.hpp"
+#include "gravity.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
 
@@ -50,6 +51,28 @@ bool parse_solver(std::string_view text, Solver* out) {
     *out = Solver::kVerlet;
   } else if (text == "continuous") {
     *out = Solver::kContinuous;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const char* to_string(GravityMethod method) {
+  switch (method) {
+    case GravityMethod::kAuto: return "auto";
+    case GravityMethod::kDirect: return "direct";
+    case GravityMethod::kTree: return "tree";
+  }
+  return "unknown";
+}
+
+bool parse_gravity_method(std::string_view text, GravityMethod* out) {
+  if (text == "auto") {
+    *out = GravityMethod::kAuto;
+  } else if (text == "direct") {
+    *out = GravityMethod::kDirect;
+  } else if (text == "tree") {
+    *out = GravityMethod::kTree;
   } else {
     return false;
   }
@@ -126,6 +149,14 @@ Status check_params(const Params& p) {
   if (!(p.dt > 0.0 && p.dt <= 1.0)) return invalid("dt", "must be in (0, 1] seconds", num(p.dt));
   if (p.dt < kMinDt) return invalid("dt", "must be >= " + num(kMinDt) + " seconds", num(p.dt));
   if (!within(p.gravity, kMaxSpeed)) return invalid("gravity", "components must be within +-" + num(kMaxSpeed), str(p.gravity));
+  const MutualGravity& mg = p.mutual;
+  if (!(mg.g > 0.0 && mg.g <= kMaxG)) return invalid("mutual.g", "must be in (0, " + num(kMaxG) + "]", num(mg.g));
+  if (!(mg.softening >= 0.0 && mg.softening <= kMaxCoordinate))
+    return invalid("mutual.softening", "must be in [0, " + num(kMaxCoordinate) + "] (m)", num(mg.softening));
+  if (!(mg.theta > 0.0 && mg.theta <= kMaxTheta))
+    return invalid("mutual.theta", "must be in (0, " + num(kMaxTheta) + "]", num(mg.theta));
+  if (mg.method != GravityMethod::kAuto && mg.method != GravityMethod::kDirect && mg.method != GravityMethod::kTree)
+    return invalid("mutual.method", "must be auto, direct or tree", std::to_string(static_cast<int>(mg.method)));
   if (!(p.density > 0.0 && std::isfinite(p.density))) return invalid("density", "must be finite and > 0", num(p.density));
   if (p.density > kMaxMass) return invalid("density", "must be <= " + num(kMaxMass), num(p.density));
   if (p.bounds.walled) {
@@ -184,6 +215,30 @@ struct WorldState {
 
   StepStats stats;
   bool energy_dirty = true;
+
+  // Mutual gravity: the accelerations at the current positions (the last
+  // step's closing kick computed them; the next step's opening kick uses
+  // them) and the potential energy there. A function of positions and
+  // masses only, so recomputing after an edit or a restore gives the same bits.
+  GravityScratch gravity;
+  std::vector<double> gax, gay;
+  double potential = 0.0;
+  bool gravity_valid = false;
+  void update_gravity() {
+    if (gravity_valid) return;
+    mutual_accelerations(bodies, params.mutual, gravity, gax, gay, &potential);
+    gravity_valid = true;
+  }
+  // v += a dt / 2.
+  void half_kick() {
+    const double half = 0.5 * params.dt;
+    for_blocks(bodies.size(), 4096, [&](std::size_t i0, std::size_t i1, std::size_t) {
+      for (std::size_t i = i0; i < i1; ++i) {
+        bodies.vx[i] += gax[i] * half;
+        bodies.vy[i] += gay[i] * half;
+      }
+    });
+  }
   std::vector<CollisionEvent> events;
   std::vector<BodyId> escaped;  // removed by the last step for leaving the limits
 
@@ -204,6 +259,7 @@ struct WorldState {
   void velocities_edited() { energy_dirty = true; }
   void positions_edited() {
     velocities_edited();
+    gravity_valid = false;
     pairs_dirty = true;
     walls.warm = false;
     pending_anchor.reset();
@@ -348,10 +404,27 @@ void WorldState::step() {
   st.time = stats.time + params.dt;
   events.clear();
   const Params& p = params;
+  // Mutual gravity, kick-drift-kick: half a kick with the forces at the
+  // start, the solver's step (collisions, walls, uniform gravity) as the
+  // drift, half a kick with the forces where it ended.
+  if (p.mutual.enabled) {
+    const auto t0 = Clock::now();
+    update_gravity();
+    half_kick();
+    st.seconds.integrate_velocities += seconds_since(t0);
+  }
   if (p.solver == Solver::kContinuous) {
     step_continuous(st);
   } else {
     step_substeps(st);
+  }
+  if (p.mutual.enabled) {
+    const auto t0 = Clock::now();
+    gravity_valid = false;
+    update_gravity();
+    half_kick();
+    st.potential_energy = potential;
+    st.seconds.integrate_velocities += seconds_since(t0);
   }
 
   // 6. Stats: energy, momentum.
@@ -537,6 +610,8 @@ Status World::set_params(const Params& p) {
     s_->walls.warm = false;
   // The candidate list's reach depends on the solver (speculative distance).
   if (p.solver != s_->params.solver) s_->pairs_dirty = true;
+  s_->gravity_valid = false;
+  s_->energy_dirty = true;
   s_->params = p;
   return {};
 }
@@ -835,6 +910,7 @@ Status World::restore_solver_state(const SolverState& state) {
   }
   s.contacts.warm.clear();
   s.pairs_dirty = true;
+  s.gravity_valid = false;
   // The next narrow phase takes these as last substep's wall values.
   s.walls.blocks.assign(s.params.bounds.walled ? detail::block_count(b.size(), detail::kWallBlock) : 0, {});
   for (const auto& [entry, value] : entries) {
@@ -884,7 +960,15 @@ std::span<const BodyId> World::escaped_ids() const { return s_->escaped; }
 
 const StepStats& World::stats() const {
   if (s_->energy_dirty) {
-    s_->arena.execute([&] { detail::measure_energy(s_->bodies, s_->stats); });
+    s_->arena.execute([&] {
+      detail::measure_energy(s_->bodies, s_->stats);
+      if (s_->params.mutual.enabled) {
+        s_->update_gravity();
+        s_->stats.potential_energy = s_->potential;
+      } else {
+        s_->stats.potential_energy = 0.0;
+      }
+    });
     s_->energy_dirty = false;
   }
   return s_->stats;

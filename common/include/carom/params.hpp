@@ -33,6 +33,32 @@ const char* to_string(Solver solver);
 /// Parses "discrete" / "verlet" / "continuous"; returns false on anything else.
 bool parse_solver(std::string_view text, Solver* out);
 
+/// How mutual gravity is summed.
+enum class GravityMethod : std::uint8_t {
+  kAuto = 0,    ///< direct below a few thousand bodies, tree above
+  kDirect = 1,  ///< every pair, O(N^2)
+  kTree = 2,    ///< Barnes-Hut quadtree, O(N log N), opening angle theta
+};
+/// "auto" / "direct" / "tree".
+const char* to_string(GravityMethod method);
+/// Parses "auto" / "direct" / "tree"; returns false on anything else.
+bool parse_gravity_method(std::string_view text, GravityMethod* out);
+
+inline constexpr double kMaxG = 1e6;         ///< largest gravitational constant accepted
+inline constexpr double kMaxTheta = 1.5;     ///< largest opening angle accepted
+
+/// Bodies attracting each other (Newton, Plummer-softened), on top of the
+/// uniform `gravity` vector (zero: mutual only). Integrated kick-drift-kick:
+/// half a kick before the step, the step's collisions in the drift, half a
+/// kick after.
+struct MutualGravity {
+  bool enabled = false;
+  double g = 1.0;            ///< gravitational constant G, in (0, kMaxG] (m^3 / (kg s^2) in carom's units)
+  double softening = 0.0;    ///< Plummer length eps >= 0, m: close pairs stay finite
+  GravityMethod method = GravityMethod::kAuto;
+  double theta = 0.5;        ///< tree opening angle, in (0, kMaxTheta]
+};
+
 /// The walled box. `walled == false` means unbounded: no walls at all.
 struct Bounds {
   bool walled = true;
@@ -45,6 +71,7 @@ struct Bounds {
 struct Params {
   Bounds bounds;
   Vec2 gravity{0.0, 0.0};        ///< m/s^2
+  MutualGravity mutual;          ///< n-body gravity (off by default)
   double restitution = 1.0;      ///< in [0, 1]; bodies and walls
   /// Linear damping c in 1/s: each substep of length h multiplies velocity by
   /// exp(-c h). The "x0.99 per frame at 60 Hz" friction is c = -60 ln 0.99 = 0.603.

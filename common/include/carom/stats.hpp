@@ -62,6 +62,9 @@ struct StepStats {
   std::uint32_t rounds = 0;        ///< most rounds of the contact schedule in a substep
   std::uint32_t pair_rebuilds = 0; ///< broad-phase rebuilds during this step
   double kinetic_energy = 0.0;     ///< J, sum 1/2 m v^2 after the step
+  /// J, mutual gravity's potential energy after the step, 1/2 sum_i m_i phi_i
+  /// with the softened potential (as the method sums it); 0 when it is off.
+  double potential_energy = 0.0;
   Vec2 momentum;                   ///< kg m/s after the step
   StageTimes seconds;              ///< not deterministic: wall-clock
 };

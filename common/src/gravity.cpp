@@ -1,0 +1,322 @@
+// Mutual gravity: direct summation and a Barnes-Hut quadtree.
+//
+// Reads:  positions and masses.
+// Writes: one acceleration per body, and the potential energy.
+//
+// Determinism: each body's acceleration is a sum in an order fixed by the
+// positions alone (direct: every other body in storage order; tree: the
+// nodes and leaf bodies its walk accepts, in depth-first order of a tree
+// built from the Morton order of the positions, ties broken by storage
+// index). Bodies are split over threads in fixed blocks, and the potential
+// energy is summed per fixed block, then in block order. So the forces are
+// the same bits for any thread count and any insertion order.
+//
+// The tree has no fixed root box: the root is the bounding square of the
+// bodies, however spread (quantized to 2^32 cells a side; bodies closer than
+// that share a leaf and are summed directly). A node is accepted as its mass
+// at its centre of mass plus its quadrupole when the body is farther than size / theta + delta
+// from it (delta: the centre of mass's distance from the cell's centre, which
+// bounds the error for lopsided cells) and the body is not inside it.
+//
+// Coincident bodies without softening exert no force on each other (the
+// pair's direction is undefined); with softening eps > 0 every pair is finite.
+
+#include "gravity.hpp"
+
+#include <oneapi/tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "parallel.hpp"
+
+namespace carom::detail {
+namespace {
+
+constexpr int kBits = 32;                 // quantization per axis: 4e9 cells, so a world 1e6 times wider than its clusters still resolves them
+constexpr std::uint32_t kLeafSize = 8;    // bodies a leaf holds before it splits
+constexpr std::size_t kBlock = 1024;      // bodies per parallel task
+
+// One body's pull towards mass m at (cx, cy): adds to (ax, ay) and phi
+// (without G, which multiplies the sums once).
+inline void pull(double xi, double yi, double cx, double cy, double m, double eps2, double& ax, double& ay,
+                 double& phi) {
+  const double dx = cx - xi, dy = cy - yi;
+  const double r2 = dx * dx + dy * dy + eps2;
+  if (!(r2 > 0.0)) return;  // coincident, unsoftened: no direction
+  const double r = std::sqrt(r2);
+  const double inv_r = 1.0 / r;
+  const double inv_r3 = inv_r / r2;
+  ax += m * dx * inv_r3;
+  ay += m * dy * inv_r3;
+  phi -= m * inv_r;
+}
+
+// A node's pull: the Taylor expansion of the Plummer potential about its
+// centre of mass to second order,
+//   phi = -G [M / s + (1/2) d^T Q d / s^5 - (1/2) eps^2 I / s^5],
+//   a = G [M d / s^3 - Q d / s^5 + (5/2) (d^T Q d - eps^2 I) d / s^7],
+// d = com - x, s^2 = |d|^2 + eps^2, Q = sum m (3 e e^T - |e|^2 1) and
+// I = sum m |e|^2 over the node's bodies' offsets e from the centre of mass.
+inline void pull_node(double xi, double yi, const GravityScratch::Node& n, double eps2, double& ax, double& ay,
+                      double& phi) {
+  const double dx = n.cx - xi, dy = n.cy - yi;
+  const double r2 = dx * dx + dy * dy + eps2;
+  const double inv_r = 1.0 / std::sqrt(r2);
+  const double inv_r2 = inv_r * inv_r;
+  const double inv_r3 = inv_r * inv_r2;
+  const double inv_r5 = inv_r3 * inv_r2;
+  const double qdx = n.qxx * dx + n.qxy * dy, qdy = n.qxy * dx + n.qyy * dy;
+  const double quad = dx * qdx + dy * qdy - eps2 * n.i2;
+  const double radial = n.mass * inv_r3 + 2.5 * quad * inv_r5 * inv_r2;
+  ax += radial * dx - qdx * inv_r5;
+  ay += radial * dy - qdy * inv_r5;
+  phi -= n.mass * inv_r + 0.5 * quad * inv_r5;
+}
+
+inline std::uint64_t spread_bits(std::uint32_t v) {
+  std::uint64_t x = v;
+  x = (x | (x << 16)) & 0x0000FFFF0000FFFFull;
+  x = (x | (x << 8)) & 0x00FF00FF00FF00FFull;
+  x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0Full;
+  x = (x | (x << 2)) & 0x3333333333333333ull;
+  x = (x | (x << 1)) & 0x5555555555555555ull;
+  return x;
+}
+
+struct Keyed {
+  std::uint64_t key;
+  std::uint32_t index;
+  friend bool operator<(const Keyed& a, const Keyed& b) {
+    return a.key != b.key ? a.key < b.key : a.index < b.index;
+  }
+};
+
+// Sums the potential energy 1/2 G sum m_i phi_i per fixed block, in order.
+double potential_of(const BodyStore& b, const std::vector<double>& phi, double g) {
+  const std::size_t n = b.size();
+  std::vector<double> part(block_count(n, kBlock), 0.0);
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    double s = 0.0;
+    for (std::size_t i = i0; i < i1; ++i) s += b.m[i] * phi[i];
+    part[blk] = s;
+  });
+  double total = 0.0;
+  for (const double s : part) total += s;
+  return 0.5 * g * total;
+}
+
+void direct(const BodyStore& b, const MutualGravity& g, std::vector<double>& ax, std::vector<double>& ay,
+            std::vector<double>& phi) {
+  const std::size_t n = b.size();
+  const double eps2 = g.softening * g.softening;
+  const double* const x = b.x.data();
+  const double* const y = b.y.data();
+  const double* const m = b.m.data();
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      double sx = 0.0, sy = 0.0, sp = 0.0;
+      const double xi = x[i], yi = y[i];
+      for (std::size_t j = 0; j < n; ++j) {
+        if (j == i) continue;
+        pull(xi, yi, x[j], y[j], m[j], eps2, sx, sy, sp);
+      }
+      ax[i] = g.g * sx;
+      ay[i] = g.g * sy;
+      phi[i] = sp;
+    }
+  });
+}
+
+// Builds the subtree over Morton positions [first, first + count) of the
+// cell (x0, y0, size) at `depth` into nodes[at]; its children go at the end.
+void build(GravityScratch& t, std::uint32_t at, std::uint32_t first, std::uint32_t count, int depth, double x0,
+           double y0, double size, double theta) {
+  auto& nodes = t.nodes;
+  nodes[at].first = first;
+  nodes[at].count = count;
+  nodes[at].x0 = x0;
+  nodes[at].y0 = y0;
+  nodes[at].size = size;
+  double mass = 0.0, mx = 0.0, my = 0.0;
+  if (count <= kLeafSize || depth == kBits) {
+    for (std::uint32_t p = first; p < first + count; ++p) {
+      mass += t.sm[p];
+      mx += t.sm[p] * t.sx[p];
+      my += t.sm[p] * t.sy[p];
+    }
+  } else {
+    // Quadrant boundaries: the keys are sorted, so each quadrant is a run.
+    const int shift = 2 * (kBits - 1 - depth);
+    std::array<std::uint32_t, 5> edge{};
+    edge[0] = first;
+    for (std::uint64_t q = 1; q < 4; ++q) {
+      edge[q] = static_cast<std::uint32_t>(
+          std::partition_point(t.keys.begin() + edge[q - 1], t.keys.begin() + first + count,
+                               [&](std::uint64_t k) { return ((k >> shift) & 3u) < q; }) -
+          t.keys.begin());
+    }
+    edge[4] = first + count;
+    std::uint32_t children = 0;
+    for (int q = 0; q < 4; ++q) children += edge[q + 1] > edge[q] ? 1u : 0u;
+    const auto child = static_cast<std::uint32_t>(nodes.size());
+    nodes.resize(nodes.size() + children);
+    nodes[at].child = child;
+    nodes[at].children = children;
+    const double half = 0.5 * size;
+    std::uint32_t c = child;
+    for (int q = 0; q < 4; ++q) {
+      if (edge[q + 1] == edge[q]) continue;
+      build(t, c, edge[q], edge[q + 1] - edge[q], depth + 1, x0 + ((q & 1) ? half : 0.0), y0 + ((q & 2) ? half : 0.0),
+            half, theta);
+      mass += nodes[c].mass;
+      mx += nodes[c].mass * nodes[c].cx;
+      my += nodes[c].mass * nodes[c].cy;
+      ++c;
+    }
+  }
+  GravityScratch::Node& node = nodes[at];
+  node.mass = mass;
+  node.cx = mass > 0.0 ? mx / mass : x0 + 0.5 * size;
+  node.cy = mass > 0.0 ? my / mass : y0 + 0.5 * size;
+  // Quadrupole about the centre of mass: the bodies' (leaf) or the children's
+  // own plus their masses' offsets (parallel axes).
+  double qxx = 0.0, qxy = 0.0, qyy = 0.0, i2 = 0.0;
+  const auto add = [&](double m, double dx, double dy) {
+    qxx += m * (2.0 * dx * dx - dy * dy);
+    qyy += m * (2.0 * dy * dy - dx * dx);
+    qxy += m * 3.0 * dx * dy;
+    i2 += m * (dx * dx + dy * dy);
+  };
+  if (node.children == 0) {
+    for (std::uint32_t p = first; p < first + count; ++p) add(t.sm[p], t.sx[p] - node.cx, t.sy[p] - node.cy);
+  } else {
+    for (std::uint32_t c = node.child; c < node.child + node.children; ++c) {
+      const GravityScratch::Node& ch = nodes[c];
+      qxx += ch.qxx;
+      qxy += ch.qxy;
+      qyy += ch.qyy;
+      i2 += ch.i2;
+      add(ch.mass, ch.cx - node.cx, ch.cy - node.cy);
+    }
+  }
+  node.qxx = qxx;
+  node.qxy = qxy;
+  node.qyy = qyy;
+  node.i2 = i2;
+  const double delta = std::hypot(node.cx - (x0 + 0.5 * size), node.cy - (y0 + 0.5 * size));
+  const double open = size / theta + delta;
+  node.open2 = open * open;
+}
+
+void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::vector<double>& ax,
+          std::vector<double>& ay, std::vector<double>& phi) {
+  const std::size_t n = b.size();
+  // The bounding square (exact minima and maxima: order does not matter).
+  double xmin = b.x[0], xmax = b.x[0], ymin = b.y[0], ymax = b.y[0];
+  for (std::size_t i = 1; i < n; ++i) {
+    xmin = std::min(xmin, b.x[i]);
+    xmax = std::max(xmax, b.x[i]);
+    ymin = std::min(ymin, b.y[i]);
+    ymax = std::max(ymax, b.y[i]);
+  }
+  double side = std::max(xmax - xmin, ymax - ymin);
+  if (!(side > 0.0)) side = 1.0;
+  // Slightly larger, so the largest coordinate quantizes inside.
+  side *= 1.0 + 1e-9;
+  const double cells = 4294967296.0;  // 2^kBits
+  std::vector<Keyed> keyed(n);
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      const auto q = [&](double v, double lo) {
+        const double c = std::floor((v - lo) / side * cells);
+        return static_cast<std::uint32_t>(std::clamp(c, 0.0, cells - 1.0));
+      };
+      keyed[i] = {spread_bits(q(b.x[i], xmin)) | (spread_bits(q(b.y[i], ymin)) << 1),
+                  static_cast<std::uint32_t>(i)};
+    }
+  });
+  tbb::parallel_sort(keyed.begin(), keyed.end());  // a total order: the same for any split
+  t.keys.resize(n);
+  t.order.resize(n);
+  t.where.resize(n);
+  t.sx.resize(n);
+  t.sy.resize(n);
+  t.sm.resize(n);
+  for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t) {
+    for (std::size_t p = p0; p < p1; ++p) {
+      const std::uint32_t i = keyed[p].index;
+      t.keys[p] = keyed[p].key;
+      t.order[p] = i;
+      t.where[i] = static_cast<std::uint32_t>(p);
+      t.sx[p] = b.x[i];
+      t.sy[p] = b.y[i];
+      t.sm[p] = b.m[i];
+    }
+  });
+  t.nodes.clear();
+  t.nodes.reserve(n / 2 + 16);
+  t.nodes.emplace_back();
+  build(t, 0, 0, static_cast<std::uint32_t>(n), 0, xmin, ymin, side, g.theta);
+
+  // The walk, body by body in Morton order (neighbours walk alike).
+  const double eps2 = g.softening * g.softening;
+  const GravityScratch::Node* const nodes = t.nodes.data();
+  for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t) {
+    std::array<std::uint32_t, 4 * (kBits + 2)> stack;
+    for (std::size_t p = p0; p < p1; ++p) {
+      const double xi = t.sx[p], yi = t.sy[p];
+      double sx = 0.0, sy = 0.0, sp = 0.0;
+      std::size_t top = 0;
+      stack[top++] = 0;
+      while (top > 0) {
+        const GravityScratch::Node& node = nodes[stack[--top]];
+        const bool inside = p >= node.first && p < node.first + node.count;
+        if (!inside) {
+          const double dx = node.cx - xi, dy = node.cy - yi;
+          if (dx * dx + dy * dy > node.open2) {
+            pull_node(xi, yi, node, eps2, sx, sy, sp);
+            continue;
+          }
+        }
+        if (node.children == 0) {
+          for (std::uint32_t q = node.first; q < node.first + node.count; ++q)
+            if (q != p) pull(xi, yi, t.sx[q], t.sy[q], t.sm[q], eps2, sx, sy, sp);
+          continue;
+        }
+        // Children in reverse, so they are taken in order.
+        for (std::uint32_t c = node.children; c-- > 0;) stack[top++] = node.child + c;
+      }
+      const std::uint32_t i = t.order[p];
+      ax[i] = g.g * sx;
+      ay[i] = g.g * sy;
+      phi[i] = sp;
+    }
+  });
+}
+
+}  // namespace
+
+GravityMethod resolve_method(const MutualGravity& g, std::size_t n) {
+  if (g.method != GravityMethod::kAuto) return g.method;
+  return n < kAutoTreeFrom ? GravityMethod::kDirect : GravityMethod::kTree;
+}
+
+void mutual_accelerations(const BodyStore& b, const MutualGravity& g, GravityScratch& scratch, std::vector<double>& ax,
+                          std::vector<double>& ay, double* potential) {
+  const std::size_t n = b.size();
+  ax.assign(n, 0.0);
+  ay.assign(n, 0.0);
+  if (potential) *potential = 0.0;
+  if (n < 2) return;
+  std::vector<double> phi(n, 0.0);
+  if (resolve_method(g, n) == GravityMethod::kDirect) {
+    direct(b, g, ax, ay, phi);
+  } else {
+    tree(b, g, scratch, ax, ay, phi);
+  }
+  if (potential) *potential = potential_of(b, phi, g.g);
+}
+
+}  // namespace carom::detail

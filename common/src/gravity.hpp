@@ -1,0 +1,49 @@
+#pragma once
+// Mutual (n-body) gravity: Newton's law with Plummer softening,
+//   a_i = G sum_j m_j (x_j - x_i) / (|x_j - x_i|^2 + eps^2)^(3/2),
+// by direct summation or a Barnes-Hut quadtree. Both are functions of the
+// positions and masses alone, each body's sum in a fixed order, so the result
+// is bit-identical for any thread count (and a restored world recomputes
+// exactly what the original had).
+
+#include <cstdint>
+#include <vector>
+
+#include "body_store.hpp"
+#include "carom/params.hpp"
+
+namespace carom::detail {
+
+/// Scratch reused from call to call.
+struct GravityScratch {
+  // The tree: bodies in Morton order (positions and masses copied), nodes in
+  // depth-first order, each node's children consecutive.
+  struct Node {
+    double mass = 0, cx = 0, cy = 0;  // total mass and centre of mass
+    double qxx = 0, qxy = 0, qyy = 0;  // quadrupole about the centre of mass, sum m (3 d d^T - d^2 I) in the plane
+    double i2 = 0;                     // sum m |d|^2 about the centre of mass (softening's share of the quadrupole)
+    double x0 = 0, y0 = 0, size = 0;  // the cell: lower corner and side
+    double open2 = 0;                 // a body closer than sqrt(open2) to the centre of mass opens it
+    std::uint32_t first = 0, count = 0;  // bodies [first, first + count) in Morton order
+    std::uint32_t child = 0;             // first child (0: a leaf)
+    std::uint32_t children = 0;
+  };
+  std::vector<Node> nodes;
+  std::vector<std::uint32_t> order;  // Morton position -> storage index
+  std::vector<double> sx, sy, sm;    // positions and masses in Morton order
+  std::vector<std::uint32_t> where;  // storage index -> Morton position
+  std::vector<std::uint64_t> keys;
+};
+
+/// The method the world uses for n bodies (kAuto resolved).
+GravityMethod resolve_method(const MutualGravity& g, std::size_t n);
+
+/// Accelerations of every body (ax, ay resized), and the potential energy
+/// 1/2 sum_i m_i phi_i when `potential` is not null.
+void mutual_accelerations(const BodyStore& b, const MutualGravity& g, GravityScratch& scratch, std::vector<double>& ax,
+                          std::vector<double>& ay, double* potential);
+
+/// Below this many bodies `auto` sums directly (the tree does not pay).
+inline constexpr std::size_t kAutoTreeFrom = 2048;
+
+}  // namespace carom::detail
