@@ -117,6 +117,24 @@ Status apply_params(const v1::WorldParams& in, Params* params, double* tick_hz) 
     if (Status st = to_int(in.iterations(), "iterations", &p.iterations); !st.ok()) return st;
   if (in.has_dt()) p.dt = in.dt();
   if (in.has_density()) p.density = in.density();
+  if (in.has_mutual()) {
+    const v1::MutualGravity& m = in.mutual();
+    if (m.has_enabled()) p.mutual.enabled = m.enabled();
+    if (m.has_g()) p.mutual.g = m.g();
+    if (m.has_softening()) p.mutual.softening = m.softening();
+    if (m.has_theta()) p.mutual.theta = m.theta();
+    if (m.has_method()) {
+      switch (static_cast<int>(m.method())) {
+        case v1::GRAVITY_AUTO: p.mutual.method = GravityMethod::kAuto; break;
+        case v1::GRAVITY_DIRECT: p.mutual.method = GravityMethod::kDirect; break;
+        case v1::GRAVITY_TREE: p.mutual.method = GravityMethod::kTree; break;
+        default:
+          return {StatusCode::kInvalidArgument,
+                  "mutual.method: unknown value " + std::to_string(static_cast<int>(m.method())) +
+                      " (0 = GRAVITY_AUTO, 1 = GRAVITY_DIRECT, 2 = GRAVITY_TREE)"};
+      }
+    }
+  }
   if (in.has_tick_hz()) {
     hz = in.tick_hz();
     if (!(hz >= kMinTickHz && hz <= kMaxTickHz))
@@ -143,6 +161,16 @@ void params_to_proto(const Params& p, double tick_hz, v1::WorldParams* out) {
   }
   out->set_substeps(static_cast<std::uint32_t>(p.substeps));
   out->set_iterations(static_cast<std::uint32_t>(p.iterations));
+  v1::MutualGravity* m = out->mutable_mutual();
+  m->set_enabled(p.mutual.enabled);
+  m->set_g(p.mutual.g);
+  m->set_softening(p.mutual.softening);
+  m->set_theta(p.mutual.theta);
+  switch (p.mutual.method) {
+    case GravityMethod::kAuto: m->set_method(v1::GRAVITY_AUTO); break;
+    case GravityMethod::kDirect: m->set_method(v1::GRAVITY_DIRECT); break;
+    case GravityMethod::kTree: m->set_method(v1::GRAVITY_TREE); break;
+  }
   out->set_dt(p.dt);
   out->set_density(p.density);
   out->set_tick_hz(tick_hz);

@@ -430,6 +430,7 @@ void SimState::fill_stats(v1::Stats* out) const {
   out->set_tick_hz(tick_hz_);
   out->set_escaped(s.escaped);
   out->set_escaped_total(escaped_total_);
+  out->set_potential_energy(s.potential_energy);
 }
 
 void SimState::fill_params(v1::WorldParams* out) const { params_to_proto(world_.params(), tick_hz_, out); }

@@ -468,6 +468,52 @@ TEST(SimState, SaveLoadContinuesBitIdentically) {
   }
 }
 
+// Mutual gravity over the protocol: set, reported, bad values refused with
+// the field named, carried by a saved world (which continues bit for bit).
+TEST(SimState, MutualGravityIsSetReportedSavedAndRefusedWhenBad) {
+  for (const char* method : {"GRAVITY_DIRECT", "GRAVITY_TREE"}) {
+    SCOPED_TRACE(method);
+    SimState a(options());
+    ok(a, std::string("set_params { params { bounds { walled: false } gravity { x: 0 y: 0 } mutual { enabled: true "
+                      "g: 2 softening: 0.1 theta: 0.4 method: ") +
+              method + " } } }");
+    ok(a, "spawn { generators { random_box { min { x: -20 y: -20 } max { x: 20 y: 20 } count: 300 radius { min: 0.2 max: 0.3 } "
+          "speed { min: 0 max: 0.5 } seed: 3 } } }");
+    v1::WorldParams p;
+    a.fill_params(&p);
+    ASSERT_TRUE(p.has_mutual());
+    EXPECT_TRUE(p.mutual().enabled());
+    EXPECT_EQ(p.mutual().g(), 2.0);
+    EXPECT_EQ(p.mutual().softening(), 0.1);
+    EXPECT_EQ(p.mutual().theta(), 0.4);
+    EXPECT_EQ(v1::GravityMethod_Name(p.mutual().method()), method);
+    tick(a, 20);
+    v1::Stats stats;
+    a.fill_stats(&stats);
+    EXPECT_LT(stats.potential_energy(), 0.0) << "bodies attract: the potential energy is negative";
+    EXPECT_GT(stats.kinetic_energy(), 0.0);
+    // Bad values: refused, the field named, nothing changed.
+    expect_refused(a, "set_params { params { mutual { theta: 0 } } }", v1::INVALID_ARGUMENT,
+                   "set_params.params.mutual.theta");
+    expect_refused(a, "set_params { params { mutual { g: -1 } } }", v1::INVALID_ARGUMENT, "set_params.params.mutual.g");
+    expect_refused(a, "set_params { params { mutual { softening: nan } } }", v1::INVALID_ARGUMENT,
+                   "set_params.params.mutual.softening");
+    v1::Command c;
+    c.mutable_set_params()->mutable_params()->mutable_mutual()->set_method(static_cast<v1::GravityMethod>(9));
+    const v1::CommandResult r = run(a, c);
+    EXPECT_EQ(r.code(), v1::INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(r.message(), "mutual.method: unknown value 9")) << r.message();
+    // Saved and loaded: the same parameters and the same future.
+    v1::SavedWorld saved;
+    a.save(&saved);
+    SimState b(options());
+    ASSERT_TRUE(b.load_saved(saved).ok());
+    EXPECT_TRUE(b.world().params().mutual.enabled);
+    EXPECT_EQ(b.world().params().mutual.theta, 0.4);
+    expect_same_future(a, b, 30);
+  }
+}
+
 // The world a user reached with legal commands only can always be saved and
 // loaded again: a body that leaves the coordinate limits (here in three
 // steps of 1 s under 1e9 m/s^2) is removed and counted, not kept in a state

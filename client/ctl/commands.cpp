@@ -185,7 +185,8 @@ double step_allowance(std::uint64_t count, double tick_hz) {
 
 bool ParamsOptions::any() const {
   return !gravity.empty() || !restitution.empty() || !damping.empty() || !solver.empty() || !substeps.empty() ||
-         !iterations.empty() || !dt.empty() || !density.empty() || !tick_hz.empty() || !bounds.empty() || unbounded;
+         !iterations.empty() || !dt.empty() || !density.empty() || !tick_hz.empty() || !bounds.empty() || unbounded ||
+         !gravity_mode.empty() || !big_g.empty() || !softening.empty() || !gravity_method.empty() || !theta.empty();
 }
 
 v1::Command make_spawn(const SpawnOptions& o) {
@@ -306,6 +307,30 @@ v1::Command make_set_params(const ParamsOptions& o) {
     b->mutable_max()->set_y(v[3]);
   }
   if (o.unbounded) p->mutable_bounds()->set_walled(false);
+  // Mutual gravity. uniform: off; mutual: on, the uniform vector zeroed;
+  // both: on, the uniform vector kept.
+  if (!o.gravity_mode.empty()) {
+    if (o.gravity_mode == "uniform") {
+      p->mutable_mutual()->set_enabled(false);
+    } else if (o.gravity_mode == "mutual") {
+      if (!o.gravity.empty()) throw UsageError("params: --gravity-mode mutual has no uniform gravity: use both");
+      p->mutable_mutual()->set_enabled(true);
+      p->mutable_gravity()->set_x(0.0);
+      p->mutable_gravity()->set_y(0.0);
+    } else if (o.gravity_mode == "both") {
+      p->mutable_mutual()->set_enabled(true);
+    } else {
+      throw UsageError("--gravity-mode '" + o.gravity_mode + "': expected uniform, mutual or both");
+    }
+  }
+  if (!o.big_g.empty()) p->mutable_mutual()->set_g(parse_double(o.big_g, "--G"));
+  if (!o.softening.empty()) p->mutable_mutual()->set_softening(parse_double(o.softening, "--softening"));
+  if (!o.theta.empty()) p->mutable_mutual()->set_theta(parse_double(o.theta, "--theta"));
+  if (o.gravity_method == "auto") p->mutable_mutual()->set_method(v1::GRAVITY_AUTO);
+  if (o.gravity_method == "direct") p->mutable_mutual()->set_method(v1::GRAVITY_DIRECT);
+  if (o.gravity_method == "tree") p->mutable_mutual()->set_method(v1::GRAVITY_TREE);
+  if (!o.gravity_method.empty() && !p->mutable_mutual()->has_method())
+    throw UsageError("--gravity-method '" + o.gravity_method + "': expected auto, direct or tree");
   return command;
 }
 
@@ -619,6 +644,7 @@ int run_watch(const Globals& g, double seconds) {
                                {"bodies", stats.bodies()},
                                {"contacts", stats.contacts()},
                                {"kinetic_energy", stats.kinetic_energy()},
+                               {"potential_energy", stats.potential_energy()},
                                {"step_ms", stats.step_seconds() * 1e3},
                                {"snapshots_per_s", snapshots_per_s},
                                {"kb_per_s", kb_per_s},

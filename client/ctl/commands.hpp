@@ -34,6 +34,7 @@ struct SpawnOptions {
 /// params: what to change. Empty string / false = leave as it is.
 struct ParamsOptions {
   std::string gravity, restitution, damping, solver, substeps, iterations, dt, density, tick_hz, bounds;
+  std::string gravity_mode, big_g, softening, gravity_method, theta;  // mutual gravity
   bool unbounded = false;
   bool any() const;
 };

@@ -94,6 +94,16 @@ int main(int argc, char** argv) {
   params->add_option("--dt", params_options.dt, "seconds per tick")->type_name("S");
   params->add_option("--density", params_options.density, "kg/m^2 for bodies spawned with mass 0")->type_name("D");
   params->add_option("--tick-hz", params_options.tick_hz, "server ticks per second (1..1000)")->type_name("HZ");
+  params->add_option("--gravity-mode", params_options.gravity_mode,
+                     "uniform (the --gravity vector only), mutual (bodies attract each other, no vector) or both")
+      ->type_name("uniform|mutual|both")
+      ->check(CLI::IsMember({"uniform", "mutual", "both"}));
+  params->add_option("--G", params_options.big_g, "mutual gravity's constant, (0, 1e6]")->type_name("G");
+  params->add_option("--softening", params_options.softening, "mutual gravity's Plummer softening, m")->type_name("EPS");
+  params->add_option("--gravity-method", params_options.gravity_method, "mutual gravity's summation")
+      ->type_name("auto|direct|tree")
+      ->check(CLI::IsMember({"auto", "direct", "tree"}));
+  params->add_option("--theta", params_options.theta, "tree opening angle, (0, 1.5]")->type_name("T");
   auto* bounds = params->add_option("--bounds", params_options.bounds, "walled box, m")->type_name("X0,Y0,X1,Y1");
   auto* unbounded = params->add_flag("--unbounded", params_options.unbounded, "no walls at all");
   bounds->excludes(unbounded);

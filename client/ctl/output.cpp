@@ -79,6 +79,11 @@ void print_params(std::FILE* out, const v1::WorldParams& p) {
   if (p.has_dt()) std::fprintf(out, "dt            %g s\n", p.dt());
   if (p.has_density()) std::fprintf(out, "density       %g kg/m^2\n", p.density());
   if (p.has_tick_hz()) std::fprintf(out, "tick_hz       %g\n", p.tick_hz());
+  if (p.has_mutual() && p.mutual().enabled()) {
+    const auto& m = p.mutual();
+    const char* method = m.method() == v1::GRAVITY_DIRECT ? "direct" : m.method() == v1::GRAVITY_TREE ? "tree" : "auto";
+    std::fprintf(out, "mutual        G %g, softening %g m, %s (theta %g)\n", m.g(), m.softening(), method, m.theta());
+  }
 }
 
 void print_stats(std::FILE* out, const v1::Stats& s) {
@@ -93,6 +98,8 @@ void print_stats(std::FILE* out, const v1::Stats& s) {
                  static_cast<unsigned long long>(s.wall_collisions()), s.events_capped() ? " CAPPED" : "",
                  s.pressure());
   std::fprintf(out, "kinetic       %g J\n", s.kinetic_energy());
+  if (s.potential_energy() != 0.0)
+    std::fprintf(out, "potential     %g J   total %g J\n", s.potential_energy(), s.kinetic_energy() + s.potential_energy());
   std::fprintf(out, "momentum      %g, %g kg m/s\n", s.momentum().x(), s.momentum().y());
   std::fprintf(out, "step          %.3f ms\n", s.step_seconds() * 1e3);
   std::fprintf(out, "tick time     p50 %.3f ms  p99 %.3f ms  max %.3f ms  over %llu ticks, %llu late\n",
