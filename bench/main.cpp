@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <cstdio>
@@ -131,6 +132,9 @@ int run_live(carom::World& world, double seconds) {
 int main(int argc, char** argv) {
   CLI::App app{"carom-bench: step a benchmark scene and report throughput"};
   carom::bench::SceneSpec spec;
+  std::string gravity_method;
+  double theta = 0.0;
+  std::size_t check_forces = 0;
   std::uint64_t steps = 200;
   int threads = 0;
   std::string solver_name;
@@ -138,7 +142,13 @@ int main(int argc, char** argv) {
   bool json = false;
   bool live = false;
   double seconds = 0.0;
-  app.add_option("--scene", spec.name, "gas | pile | mixed | lattice | default")->capture_default_str();
+  app.add_option("--scene", spec.name, "gas | pile | mixed | lattice | default | nbody")->capture_default_str();
+  app.add_option("--gravity", gravity_method, "mutual gravity's method (default: the scene's; nbody: auto)")
+      ->check(CLI::IsMember({"auto", "direct", "tree"}));
+  app.add_option("--theta", theta, "tree opening angle (default: the scene's, 0.5)")->check(CLI::Range(0.01, 1.5));
+  app.add_option("--check-forces", check_forces,
+                 "K sampled bodies' mutual-gravity accelerations (as the world's method computes them) against "
+                 "direct summation, at the end: force_error_p50 / p99 in the JSON");
   app.add_option("--bodies", spec.bodies, "number of bodies")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "steps to time (0: only measure, or dump, the initial world)")
       ->capture_default_str()
@@ -189,6 +199,8 @@ int main(int argc, char** argv) {
   if (substeps > 0) scene.params.substeps = substeps;
   if (iterations > 0) scene.params.iterations = iterations;
   if (restitution >= 0.0) scene.params.restitution = restitution;
+  if (!gravity_method.empty()) carom::parse_gravity_method(gravity_method, &scene.params.mutual.method);
+  if (theta > 0.0) scene.params.mutual.theta = theta;
 
   carom::WorldConfig config;
   config.threads = threads;
@@ -219,6 +231,8 @@ int main(int argc, char** argv) {
   if (live) return run_live(world, seconds);
 
   const double ke_start = world.stats().kinetic_energy;
+  const double energy_start = ke_start + world.stats().potential_energy;
+  const carom::Vec2 momentum_start = world.stats().momentum;
   std::uint64_t contacts = 0, collisions = 0, rebuilds = 0, rounds = 0, events = 0, capped_steps = 0;
   double wall_impulse = 0.0;
   carom::StageTimes stage{};
@@ -247,6 +261,21 @@ int main(int argc, char** argv) {
   const std::uint64_t peak_rss = peak_rss_bytes();
   // Quality at the end, outside the timing.
   const carom::OverlapStats overlap = carom::measure_overlap(world.bodies());
+  // Mutual gravity's accuracy: K bodies spread over the id order, the
+  // method's accelerations against direct summation, relative.
+  std::vector<double> force_errors;
+  if (check_forces > 0 && world.params().mutual.enabled && world.size() > 1) {
+    const auto view = world.bodies();
+    const std::vector<carom::Vec2> acc = carom::mutual_accelerations(view, world.params().mutual);
+    const std::size_t k = std::min<std::size_t>(check_forces, view.size());
+    for (std::size_t s = 0; s < k; ++s) {
+      const std::size_t i = s * view.size() / k;
+      const carom::Vec2 ref = carom::mutual_acceleration_direct(view, world.params().mutual, i);
+      const double norm = std::hypot(ref.x, ref.y);
+      if (norm > 0.0) force_errors.push_back(std::hypot(acc[i].x - ref.x, acc[i].y - ref.y) / norm);
+    }
+    std::sort(force_errors.begin(), force_errors.end());
+  }
   if (!dump_csv.empty() && !write_csv(world.bodies(), dump_csv)) {
     std::cerr << "carom-bench: cannot write " << dump_csv << "\n";
     return 1;
@@ -286,6 +315,21 @@ int main(int argc, char** argv) {
   j["kinetic_energy_start"] = ke_start;
   j["kinetic_energy_end"] = st.kinetic_energy;
   j["kinetic_energy_per_body_end"] = n > 0 ? st.kinetic_energy / n : 0.0;
+  if (world.params().mutual.enabled) {
+    j["gravity"] = carom::to_string(carom::GravityMethod(world.params().mutual.method));
+    j["theta"] = world.params().mutual.theta;
+    j["total_energy_start"] = energy_start;
+    j["total_energy_end"] = st.kinetic_energy + st.potential_energy;
+    j["total_energy_relative_error"] =
+        energy_start != 0.0 ? (st.kinetic_energy + st.potential_energy - energy_start) / std::abs(energy_start) : 0.0;
+    j["momentum_drift"] = std::hypot(st.momentum.x - momentum_start.x, st.momentum.y - momentum_start.y);
+    if (!force_errors.empty()) {
+      j["force_error_p50"] = force_errors[force_errors.size() / 2];
+      j["force_error_p99"] = force_errors[force_errors.size() * 99 / 100];
+      j["force_error_max"] = force_errors.back();
+      j["force_samples"] = force_errors.size();
+    }
+  }
   j["restitution"] = world.params().restitution;
   j["iterations"] = world.params().iterations;
   j["overlap_max"] = overlap.max;

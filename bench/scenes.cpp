@@ -15,7 +15,7 @@ std::uint64_t Rng::next() {
 
 double Rng::log_uniform(double lo, double hi) { return lo * std::exp(std::log(hi / lo) * uniform()); }
 
-std::vector<std::string_view> scene_names() { return {"gas", "pile", "mixed", "lattice", "default"}; }
+std::vector<std::string_view> scene_names() { return {"gas", "pile", "mixed", "lattice", "default", "nbody"}; }
 
 namespace {
 
@@ -86,6 +86,26 @@ Status build_scene(const SceneSpec& spec, Scene* out) {
       out->bodies[i].radius = 0.5;
       out->bodies[i].position = {0.5 + static_cast<double>(i % 300), 0.5 + static_cast<double>(i / 300)};
     }
+  } else if (spec.name == "nbody") {
+    // Issue 14's scene, defined so other codes can run it: N bodies of mass
+    // 1 and radius 0.25 uniform in a disc of radius sqrt(N), velocities
+    // uniform in [-0.1, 0.1]^2, G = 1, softening 0.05, unbounded,
+    // restitution 0.5, dt 1/60 (one substep: the collisions are few).
+    p.bounds.walled = false;
+    p.mutual.enabled = true;
+    p.mutual.g = 1.0;
+    p.mutual.softening = 0.05;
+    p.restitution = 0.5;
+    p.substeps = 1;
+    const double radius = std::sqrt(static_cast<double>(n));
+    out->bodies.resize(n);
+    for (BodyDesc& b : out->bodies) {
+      const double r = radius * std::sqrt(rng.uniform()), phi = 2.0 * std::numbers::pi * rng.uniform();
+      b.position = {r * std::cos(phi), r * std::sin(phi)};
+      b.velocity = {rng.uniform(-0.1, 0.1), rng.uniform(-0.1, 0.1)};
+      b.radius = 0.25;
+      b.mass = 1.0;
+    }
   } else if (spec.name == "default") {
     // The demo world: a mixed crowd falling into a box, a few heavy balls.
     p.bounds = {true, {0.0, 0.0}, {160.0, 90.0}};
@@ -101,7 +121,7 @@ Status build_scene(const SceneSpec& spec, Scene* out) {
       b.velocity = {rng.uniform(-8.0, 8.0), rng.uniform(-2.0, 2.0)};
     }
   } else {
-    return invalid("scene: unknown scene '" + spec.name + "' (gas, pile, mixed, lattice, default)");
+    return invalid("scene: unknown scene '" + spec.name + "' (gas, pile, mixed, lattice, default, nbody)");
   }
   return {};
 }

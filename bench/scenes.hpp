@@ -13,7 +13,7 @@ namespace carom::bench {
 
 /// What to build. Fields left at their defaults take the scene's own values.
 struct SceneSpec {
-  std::string name = "gas";  ///< gas, pile, mixed, lattice, default
+  std::string name = "gas";  ///< gas, pile, mixed, lattice, default, nbody
   std::uint32_t bodies = 10000;
   double eta = 0.25;         ///< area fraction (gas, pile, mixed)
   std::uint64_t seed = 1;

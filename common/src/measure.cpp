@@ -13,6 +13,7 @@
 #include "carom/measure.hpp"
 #include "carom/world.hpp"
 #include "broad_phase.hpp"
+#include "gravity.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
 
@@ -92,6 +93,38 @@ OverlapStats measure_overlap(const BodiesView& b) {
   }
   out.mean = out.pairs > 0 ? sum / static_cast<double>(out.pairs) : 0.0;
   return out;
+}
+
+std::vector<Vec2> mutual_accelerations(const BodiesView& b, const MutualGravity& gravity) {
+  detail::BodyStore s;
+  s.id.assign(b.id.begin(), b.id.end());
+  s.x.assign(b.x.begin(), b.x.end());
+  s.y.assign(b.y.begin(), b.y.end());
+  s.vx.assign(b.vx.begin(), b.vx.end());
+  s.vy.assign(b.vy.begin(), b.vy.end());
+  s.r.assign(b.radius.begin(), b.radius.end());
+  s.m.assign(b.mass.begin(), b.mass.end());
+  detail::GravityScratch scratch;
+  std::vector<double> ax, ay;
+  detail::mutual_accelerations(s, gravity, scratch, ax, ay, nullptr);
+  std::vector<Vec2> out(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) out[i] = {ax[i], ay[i]};
+  return out;
+}
+
+Vec2 mutual_acceleration_direct(const BodiesView& b, const MutualGravity& gravity, std::size_t index) {
+  const double eps2 = gravity.softening * gravity.softening;
+  double ax = 0.0, ay = 0.0;
+  for (std::size_t j = 0; j < b.size(); ++j) {
+    if (j == index) continue;
+    const double dx = b.x[j] - b.x[index], dy = b.y[j] - b.y[index];
+    const double r2 = dx * dx + dy * dy + eps2;
+    if (!(r2 > 0.0)) continue;
+    const double inv_r3 = 1.0 / (r2 * std::sqrt(r2));
+    ax += b.mass[j] * dx * inv_r3;
+    ay += b.mass[j] * dy * inv_r3;
+  }
+  return {gravity.g * ax, gravity.g * ay};
 }
 
 }  // namespace carom

@@ -1,9 +1,12 @@
 #pragma once
 /// \file Measurements of a world's quality, for tests, carom-bench and tools.
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "carom/body.hpp"
+#include "carom/params.hpp"
 
 namespace carom {
 
@@ -21,5 +24,12 @@ struct OverlapStats {
 /// radii. Any thread; runs its parallel loops on the calling thread's oneTBB
 /// arena.
 OverlapStats measure_overlap(const BodiesView& bodies);
+
+/// Mutual gravity's acceleration of every body, as the world computes it
+/// with `gravity` (its method resolved for this many bodies).
+std::vector<Vec2> mutual_accelerations(const BodiesView& bodies, const MutualGravity& gravity);
+/// The same for body `index` alone by direct summation (O(n)): the reference
+/// a tree is checked against.
+Vec2 mutual_acceleration_direct(const BodiesView& bodies, const MutualGravity& gravity, std::size_t index);
 
 }  // namespace carom
