@@ -290,14 +290,51 @@ Status generate_disc(const v1::RandomDiscGenerator& g, const World& world, std::
   if (!(std::isfinite(R) && R > 0.0)) return invalid("random_disc.disc_radius", "must be finite and > 0", format_number(R));
   if (Status st = check_region(s, "the disc"); !st.ok()) return st;
   if (Status st = check_inside(world.params(), s.lo, s.hi, "random_disc", "disc around"); !st.ok()) return st;
+  const double inner = g.inner_radius();
+  if (!(std::isfinite(inner) && inner >= 0.0 && inner < R))
+    return invalid("random_disc.inner_radius", "must be finite and in [0, disc_radius)", format_number(inner));
+  const Vec2 drift = from_proto(g.velocity());
+  if (!finite(drift) || !within(drift, kMaxSpeed))
+    return invalid("random_disc.velocity", "components must be finite and within +-" + format_number(kMaxSpeed),
+                   str(drift));
+  const double orbit_mass = g.orbit_mass();
+  if (!(std::isfinite(orbit_mass) && orbit_mass >= 0.0 && orbit_mass <= kMaxMass))
+    return invalid("random_disc.orbit_mass", "must be finite and in [0, " + format_number(kMaxMass) + "] kg",
+                   format_number(orbit_mass));
   auto sample = [&](Rng& rng, double r, Vec2* p) {
     const double reach = R - r;  // the centre stays this close to c
-    if (!(reach >= 0.0)) return false;
-    const Vec2 u = rng.in_unit_disc(false);
-    *p = {c.x + reach * u.x, c.y + reach * u.y};
-    return true;
+    if (!(reach >= 0.0) || !(reach > inner)) return false;
+    // Uniform over the annulus inner..reach: rejection from the disc.
+    for (int tries = 0; tries < 64; ++tries) {
+      const Vec2 u = rng.in_unit_disc(false);
+      const Vec2 q{reach * u.x, reach * u.y};
+      if (q.x * q.x + q.y * q.y < inner * inner) continue;
+      *p = {c.x + q.x, c.y + q.y};
+      return true;
+    }
+    return false;
   };
-  return place(s, world, pending, sample, out);
+  const std::size_t first = out->size();
+  if (Status st = place(s, world, pending, sample, out); !st.ok()) return st;
+  const double big_g = world.params().mutual.g;
+  for (std::size_t k = first; k < out->size(); ++k) {
+    BodyDesc& d = (*out)[k];
+    d.velocity.x += drift.x;
+    d.velocity.y += drift.y;
+    if (orbit_mass > 0.0) {
+      const double dx = d.position.x - c.x, dy = d.position.y - c.y;
+      const double dist = std::sqrt(dx * dx + dy * dy);
+      if (dist > 0.0) {
+        const double v = std::sqrt(big_g * orbit_mass / dist);
+        d.velocity.x += -v * dy / dist;
+        d.velocity.y += v * dx / dist;
+      }
+    }
+    if (!within(d.velocity, kMaxSpeed))
+      return invalid("random_disc", "a body's velocity would exceed +-" + format_number(kMaxSpeed) + " m/s",
+                     str(d.velocity));
+  }
+  return {};
 }
 
 }  // namespace

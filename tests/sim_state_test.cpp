@@ -514,6 +514,62 @@ TEST(SimState, MutualGravityIsSetReportedSavedAndRefusedWhenBad) {
   }
 }
 
+// The n-body scenarios shipped in scenarios/ load and run: a ring on
+// circular orbits around its heavy body, a cold disc, two clusters moving
+// apart-to-together.
+TEST(SimState, GravityScenariosLoadAndRun) {
+  const auto read = [](const std::string& name) {
+    std::ifstream in(std::string(CAROM_SCENARIOS) + "/" + name + ".txtpb");
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse<v1::Scenario>(text.str());
+  };
+  {
+    SimState ring(options(30000));
+    ASSERT_TRUE(ring.load_scenario(read("ring")).ok());
+    ASSERT_EQ(ring.world().size(), 20001u);
+    const BodiesView v = ring.world().bodies();
+    // Each particle moves at about the circular speed sqrt(G M / d) of the
+    // central body (10000 kg), counter-clockwise.
+    for (std::size_t i = 1; i < v.size(); i += 997) {
+      const double d = std::hypot(v.x[i], v.y[i]);
+      EXPECT_GE(d, 30.0);
+      EXPECT_LE(d, 50.0);
+      const double tangential = (-v.y[i] * v.vx[i] + v.x[i] * v.vy[i]) / d;
+      EXPECT_NEAR(tangential, std::sqrt(1e4 / d), 0.06) << "body " << v.id[i];
+    }
+    tick(ring, 3);
+    v1::Stats stats;
+    ring.fill_stats(&stats);
+    EXPECT_LT(stats.potential_energy(), 0.0);
+    EXPECT_EQ(ring.world().size(), 20001u);
+  }
+  {
+    SimState clusters(options(30000));
+    ASSERT_TRUE(clusters.load_scenario(read("clusters")).ok());
+    ASSERT_EQ(clusters.world().size(), 10000u);
+    // The two halves move towards each other: mean x velocity +2 and -2.
+    const BodiesView v = clusters.world().bodies();
+    double left = 0.0, right = 0.0;
+    for (std::size_t i = 0; i < v.size(); ++i) (v.x[i] < 0.0 ? left : right) += v.vx[i] / 5000.0;
+    EXPECT_NEAR(left, 2.0, 0.05);
+    EXPECT_NEAR(right, -2.0, 0.05);
+  }
+  {
+    SimState collapse(options(30000));
+    ASSERT_TRUE(collapse.load_scenario(read("collapse")).ok());
+    EXPECT_EQ(collapse.world().size(), 20000u);
+    EXPECT_TRUE(collapse.world().params().mutual.enabled);
+  }
+  // A bad annulus is refused with the field named.
+  SimState sim(options());
+  expect_refused(sim,
+                 "spawn { generators { random_disc { center { x: 50 y: 50 } disc_radius: 5 inner_radius: 6 count: 3 "
+                 "radius { min: 0.1 max: "
+                 "0.1 } } } }",
+                 v1::INVALID_ARGUMENT, "random_disc.inner_radius");
+}
+
 // The world a user reached with legal commands only can always be saved and
 // loaded again: a body that leaves the coordinate limits (here in three
 // steps of 1 s under 1e9 m/s^2) is removed and counted, not kept in a state
