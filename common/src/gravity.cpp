@@ -36,6 +36,7 @@ namespace {
 
 constexpr int kBits = 32;                 // quantization per axis: 4e9 cells, so a world 1e6 times wider than its clusters still resolves them
 constexpr std::uint32_t kLeafSize = 8;    // bodies a leaf holds before it splits
+constexpr std::uint32_t kGroup = 32;      // bodies that walk the tree together
 constexpr std::size_t kBlock = 1024;      // bodies per parallel task
 
 // One body's pull towards mass m at (cx, cy): adds to (ax, ay) and phi
@@ -73,6 +74,54 @@ inline void pull_node(double xi, double yi, const GravityScratch::Node& n, doubl
   ax += radial * dx - qdx * inv_r5;
   ay += radial * dy - qdy * inv_r5;
   phi -= n.mass * inv_r + 0.5 * quad * inv_r5;
+}
+
+// The group kernels: one source (a node's expansion, or a body) pulling
+// each of a group's `count` bodies, the bodies in the lanes (each lane the
+// same IEEE operations, in the same order, as one body alone: no fused
+// multiply-add, so any vector width gives the same bits). Compiled for AVX2
+// too and picked at load time where the CPU has it.
+constexpr std::uint32_t kNoSelf = ~std::uint32_t{0};
+
+[[gnu::target_clones("avx2", "default")]] void sum_node(const double* __restrict gx, const double* __restrict gy,
+                                                         std::uint32_t count, const GravityScratch::Node& n,
+                                                         double eps2, double* __restrict ox, double* __restrict oy,
+                                                         double* __restrict op) {
+  const double cx = n.cx, cy = n.cy, mass = n.mass, qxx = n.qxx, qxy = n.qxy, qyy = n.qyy, i2 = n.i2;
+  for (std::uint32_t b = 0; b < count; ++b) {
+    const double dx = cx - gx[b], dy = cy - gy[b];
+    const double r2 = dx * dx + dy * dy + eps2;
+    const double inv_r = 1.0 / std::sqrt(r2);
+    const double inv_r2 = inv_r * inv_r;
+    const double inv_r3 = inv_r * inv_r2;
+    const double inv_r5 = inv_r3 * inv_r2;
+    const double qdx = qxx * dx + qxy * dy, qdy = qxy * dx + qyy * dy;
+    const double quad = dx * qdx + dy * qdy - eps2 * i2;
+    const double radial = mass * inv_r3 + 2.5 * quad * inv_r5 * inv_r2;
+    ox[b] += radial * dx - qdx * inv_r5;
+    oy[b] += radial * dy - qdy * inv_r5;
+    op[b] -= mass * inv_r + 0.5 * quad * inv_r5;
+  }
+}
+
+// pull() without its branches: the body itself (lane `self`), or a
+// coincident one without softening, adds m = 0 (x + 0 is x).
+[[gnu::target_clones("avx2", "default")]] void sum_body(const double* __restrict gx, const double* __restrict gy,
+                                                         std::uint32_t count, std::uint32_t self, double qx, double qy,
+                                                         double qm, double eps2, double* __restrict ox,
+                                                         double* __restrict oy, double* __restrict op) {
+  for (std::uint32_t b = 0; b < count; ++b) {
+    const double dx = qx - gx[b], dy = qy - gy[b];
+    const double r2 = dx * dx + dy * dy + eps2;
+    const bool skip = b == self || !(r2 > 0.0);
+    const double rs = skip ? 1.0 : r2;
+    const double m = skip ? 0.0 : qm;
+    const double inv_r = 1.0 / std::sqrt(rs);
+    const double inv_r3 = inv_r / rs;
+    ox[b] += m * dx * inv_r3;
+    oy[b] += m * dy * inv_r3;
+    op[b] -= m * inv_r;
+  }
 }
 
 inline std::uint64_t spread_bits(std::uint32_t v) {
@@ -260,38 +309,85 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
   t.nodes.emplace_back();
   build(t, 0, 0, static_cast<std::uint32_t>(n), 0, xmin, ymin, side, g.theta);
 
-  // The walk, body by body in Morton order (neighbours walk alike).
+  // The walk, group by group: the nodes of at most kGroup bodies (in Morton
+  // order, so each is a compact patch of space) walk the tree once for all
+  // their bodies. A node farther from the group's bounding box than its
+  // opening distance goes on the group's expansion list, a leaf that is not
+  // goes on its body list, the group's own bodies too; then every body of the
+  // group sums the expansions, then the bodies, in list order. The lists are
+  // a function of the group alone, so each body's sum is a fixed sequence.
+  // The sums run across the group's bodies in the inner loop (independent
+  // accumulators, no reassociation): the compiler may use SIMD lanes, with
+  // the same IEEE results.
   const double eps2 = g.softening * g.softening;
   const GravityScratch::Node* const nodes = t.nodes.data();
-  for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t) {
+  auto& groups = t.groups;
+  groups.clear();
+  {
+    std::vector<std::uint32_t> stack{0};
+    while (!stack.empty()) {
+      const std::uint32_t k = stack.back();
+      stack.pop_back();
+      const GravityScratch::Node& node = nodes[k];
+      if (node.count <= kGroup || node.children == 0) {
+        groups.push_back(k);
+        continue;
+      }
+      for (std::uint32_t c = node.children; c-- > 0;) stack.push_back(node.child + c);
+    }
+  }
+  for_blocks(groups.size(), 8, [&](std::size_t g0, std::size_t g1, std::size_t) {
     std::array<std::uint32_t, 4 * (kBits + 2)> stack;
-    for (std::size_t p = p0; p < p1; ++p) {
-      const double xi = t.sx[p], yi = t.sy[p];
-      double sx = 0.0, sy = 0.0, sp = 0.0;
+    std::vector<std::uint32_t> far, near;  // expansion nodes, bodies (Morton positions)
+    std::vector<double> gx, gy, sx, sy, sp;
+    for (std::size_t gi = g0; gi < g1; ++gi) {
+      const GravityScratch::Node& grp = nodes[groups[gi]];
+      const std::uint32_t first = grp.first, count = grp.count, last = first + count;
+      double xmin = t.sx[first], xmax = xmin, ymin = t.sy[first], ymax = ymin;
+      for (std::uint32_t p = first + 1; p < last; ++p) {
+        xmin = std::min(xmin, t.sx[p]);
+        xmax = std::max(xmax, t.sx[p]);
+        ymin = std::min(ymin, t.sy[p]);
+        ymax = std::max(ymax, t.sy[p]);
+      }
+      far.clear();
+      near.clear();
       std::size_t top = 0;
       stack[top++] = 0;
       while (top > 0) {
-        const GravityScratch::Node& node = nodes[stack[--top]];
-        const bool inside = p >= node.first && p < node.first + node.count;
-        if (!inside) {
-          const double dx = node.cx - xi, dy = node.cy - yi;
+        const std::uint32_t k = stack[--top];
+        const GravityScratch::Node& node = nodes[k];
+        const bool holds_group = node.first <= first && last <= node.first + node.count;
+        if (!holds_group) {
+          const double dx = std::max({xmin - node.cx, 0.0, node.cx - xmax});
+          const double dy = std::max({ymin - node.cy, 0.0, node.cy - ymax});
           if (dx * dx + dy * dy > node.open2) {
-            pull_node(xi, yi, node, eps2, sx, sy, sp);
+            far.push_back(k);
             continue;
           }
         }
-        if (node.children == 0) {
-          for (std::uint32_t q = node.first; q < node.first + node.count; ++q)
-            if (q != p) pull(xi, yi, t.sx[q], t.sy[q], t.sm[q], eps2, sx, sy, sp);
+        if (node.children == 0 || k == groups[gi]) {
+          for (std::uint32_t q = node.first; q < node.first + node.count; ++q) near.push_back(q);
           continue;
         }
-        // Children in reverse, so they are taken in order.
         for (std::uint32_t c = node.children; c-- > 0;) stack[top++] = node.child + c;
       }
-      const std::uint32_t i = t.order[p];
-      ax[i] = g.g * sx;
-      ay[i] = g.g * sy;
-      phi[i] = sp;
+      gx.assign(t.sx.begin() + first, t.sx.begin() + last);
+      gy.assign(t.sy.begin() + first, t.sy.begin() + last);
+      sx.assign(count, 0.0);
+      sy.assign(count, 0.0);
+      sp.assign(count, 0.0);
+      for (const std::uint32_t k : far) sum_node(gx.data(), gy.data(), count, nodes[k], eps2, sx.data(), sy.data(), sp.data());
+      for (const std::uint32_t q : near) {
+        const std::uint32_t self = q >= first && q < last ? q - first : kNoSelf;
+        sum_body(gx.data(), gy.data(), count, self, t.sx[q], t.sy[q], t.sm[q], eps2, sx.data(), sy.data(), sp.data());
+      }
+      for (std::uint32_t b = 0; b < count; ++b) {
+        const std::uint32_t i = t.order[first + b];
+        ax[i] = g.g * sx[b];
+        ay[i] = g.g * sy[b];
+        phi[i] = sp[b];
+      }
     }
   });
 }

@@ -33,6 +33,7 @@ struct GravityScratch {
   std::vector<double> sx, sy, sm;    // positions and masses in Morton order
   std::vector<std::uint32_t> where;  // storage index -> Morton position
   std::vector<std::uint64_t> keys;
+  std::vector<std::uint32_t> groups;  // nodes whose bodies walk the tree together
 };
 
 /// The method the world uses for n bodies (kAuto resolved).
