@@ -185,9 +185,6 @@ void build(GravityScratch& t, std::uint32_t at, std::uint32_t first, std::uint32
   auto& nodes = t.nodes;
   nodes[at].first = first;
   nodes[at].count = count;
-  nodes[at].x0 = x0;
-  nodes[at].y0 = y0;
-  nodes[at].size = size;
   double mass = 0.0, mx = 0.0, my = 0.0;
   if (count <= kLeafSize || depth == kBits) {
     for (std::uint32_t p = first; p < first + count; ++p) {
@@ -289,7 +286,6 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
   tbb::parallel_sort(keyed.begin(), keyed.end());  // a total order: the same for any split
   t.keys.resize(n);
   t.order.resize(n);
-  t.where.resize(n);
   t.sx.resize(n);
   t.sy.resize(n);
   t.sm.resize(n);
@@ -298,16 +294,17 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
       const std::uint32_t i = keyed[p].index;
       t.keys[p] = keyed[p].key;
       t.order[p] = i;
-      t.where[i] = static_cast<std::uint32_t>(p);
       t.sx[p] = b.x[i];
       t.sy[p] = b.y[i];
       t.sm[p] = b.m[i];
     }
   });
+  std::vector<Keyed>().swap(keyed);
   t.nodes.clear();
   t.nodes.reserve(n / 2 + 16);
   t.nodes.emplace_back();
   build(t, 0, 0, static_cast<std::uint32_t>(n), 0, xmin, ymin, side, g.theta);
+  std::vector<std::uint64_t>().swap(t.keys);  // only the build reads them (memory at a million bodies)
 
   // The walk, group by group: the nodes of at most kGroup bodies (in Morton
   // order, so each is a compact patch of space) walk the tree once for all

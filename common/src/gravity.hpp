@@ -22,7 +22,6 @@ struct GravityScratch {
     double mass = 0, cx = 0, cy = 0;  // total mass and centre of mass
     double qxx = 0, qxy = 0, qyy = 0;  // quadrupole about the centre of mass, sum m (3 d d^T - d^2 I) in the plane
     double i2 = 0;                     // sum m |d|^2 about the centre of mass (softening's share of the quadrupole)
-    double x0 = 0, y0 = 0, size = 0;  // the cell: lower corner and side
     double open2 = 0;                 // a body closer than sqrt(open2) to the centre of mass opens it
     std::uint32_t first = 0, count = 0;  // bodies [first, first + count) in Morton order
     std::uint32_t child = 0;             // first child (0: a leaf)
@@ -31,7 +30,6 @@ struct GravityScratch {
   std::vector<Node> nodes;
   std::vector<std::uint32_t> order;  // Morton position -> storage index
   std::vector<double> sx, sy, sm;    // positions and masses in Morton order
-  std::vector<std::uint32_t> where;  // storage index -> Morton position
   std::vector<std::uint64_t> keys;
   std::vector<std::uint32_t> groups;  // nodes whose bodies walk the tree together
 };
