@@ -104,24 +104,34 @@ constexpr std::uint32_t kNoSelf = ~std::uint32_t{0};
   }
 }
 
-// pull() without its branches: the body itself (lane `self`), or a
-// coincident one without softening, adds m = 0 (x + 0 is x).
-[[gnu::target_clones("avx2", "default")]] void sum_body(const double* __restrict gx, const double* __restrict gy,
-                                                         std::uint32_t count, std::uint32_t self, double qx, double qy,
-                                                         double qm, double eps2, double* __restrict ox,
-                                                         double* __restrict oy, double* __restrict op) {
-  for (std::uint32_t b = 0; b < count; ++b) {
+// pull() without its branches, for the bodies [b0, b1) of a group: a
+// coincident body without softening adds m = 0 (x + 0 is x).
+[[gnu::target_clones("avx2", "default")]] void sum_body_range(const double* __restrict gx, const double* __restrict gy,
+                                                               std::uint32_t b0, std::uint32_t b1, double qx, double qy,
+                                                               double qm, double eps2, double* __restrict ox,
+                                                               double* __restrict oy, double* __restrict op) {
+  for (std::uint32_t b = b0; b < b1; ++b) {
     const double dx = qx - gx[b], dy = qy - gy[b];
     const double r2 = dx * dx + dy * dy + eps2;
-    const bool skip = b == self || !(r2 > 0.0);
-    const double rs = skip ? 1.0 : r2;
-    const double m = skip ? 0.0 : qm;
+    const double rs = r2 > 0.0 ? r2 : 1.0;
+    const double m = r2 > 0.0 ? qm : 0.0;
     const double inv_r = 1.0 / std::sqrt(rs);
     const double inv_r3 = inv_r / rs;
     ox[b] += m * dx * inv_r3;
     oy[b] += m * dy * inv_r3;
     op[b] -= m * inv_r;
   }
+}
+
+// A body's pull on every body of a group but itself (lane `self`, or none).
+inline void sum_body(const double* gx, const double* gy, std::uint32_t count, std::uint32_t self, double qx, double qy,
+                     double qm, double eps2, double* ox, double* oy, double* op) {
+  if (self >= count) {
+    sum_body_range(gx, gy, 0, count, qx, qy, qm, eps2, ox, oy, op);
+    return;
+  }
+  sum_body_range(gx, gy, 0, self, qx, qy, qm, eps2, ox, oy, op);
+  sum_body_range(gx, gy, self + 1, count, qx, qy, qm, eps2, ox, oy, op);
 }
 
 inline std::uint64_t spread_bits(std::uint32_t v) {
