@@ -138,7 +138,7 @@ void search_block(const SearchInput<T> in, std::size_t p0, std::size_t p1, std::
   // buckets is either in the scanned cells or in a cell that shares their
   // buckets, W or H cells away, which the distance test rejects. The scanned
   // bucket runs of one body never overlap (W >= 8), so nothing is met twice.
-  auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) [[gnu::always_inline]] {
+  auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) __attribute__((always_inline)) {
     if (q >= end) return;
     const double px = sx[p], py = sy[p], pe = extent_at(p);
     const std::uint32_t i = sorted[p];

@@ -71,8 +71,9 @@ class ContinuousSolver {
   /// velocities go back to the body store.
   void finish_step(BodyStore& b) const;
 
-  /// Candidate pairs at the start of the last step.
-  std::uint64_t candidate_pairs() const { return candidate_pairs_; }
+  /// Candidate pairs of the last step: the swept pairs at its start plus the
+  /// neighbour pairs its queries found (each listed once).
+  std::uint64_t candidate_pairs() const { return candidate_pairs_ + extra_.size() / 2; }
 
  private:
   // What the event loop reads of every neighbour: one cache line. Bodies are

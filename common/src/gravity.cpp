@@ -60,22 +60,7 @@ inline void pull(double xi, double yi, double cx, double cy, double m, double ep
 //   a = G [M d / s^3 - Q d / s^5 + (5/2) (d^T Q d - eps^2 I) d / s^7],
 // d = com - x, s^2 = |d|^2 + eps^2, Q = sum m (3 e e^T - |e|^2 1) and
 // I = sum m |e|^2 over the node's bodies' offsets e from the centre of mass.
-inline void pull_node(double xi, double yi, const GravityScratch::Node& n, double eps2, double& ax, double& ay,
-                      double& phi) {
-  const double dx = n.cx - xi, dy = n.cy - yi;
-  const double r2 = dx * dx + dy * dy + eps2;
-  const double inv_r = 1.0 / std::sqrt(r2);
-  const double inv_r2 = inv_r * inv_r;
-  const double inv_r3 = inv_r * inv_r2;
-  const double inv_r5 = inv_r3 * inv_r2;
-  const double qdx = n.qxx * dx + n.qxy * dy, qdy = n.qxy * dx + n.qyy * dy;
-  const double quad = dx * qdx + dy * qdy - eps2 * n.i2;
-  const double radial = n.mass * inv_r3 + 2.5 * quad * inv_r5 * inv_r2;
-  ax += radial * dx - qdx * inv_r5;
-  ay += radial * dy - qdy * inv_r5;
-  phi -= n.mass * inv_r + 0.5 * quad * inv_r5;
-}
-
+//
 // The group kernels: one source (a node's expansion, or a body) pulling
 // each of a group's `count` bodies, the bodies in the lanes (each lane the
 // same IEEE operations, in the same order, as one body alone: no fused

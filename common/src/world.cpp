@@ -455,7 +455,6 @@ void WorldState::step_continuous(StepStats& st) {
   //    largest bodies: their neighbours by query).
   t = Clock::now();
   continuous.find_swept_pairs(bodies, p, options);
-  st.candidate_pairs = continuous.candidate_pairs();
   st.pair_rebuilds = 1;
   st.seconds.find_pairs += seconds_since(t);
 
@@ -469,6 +468,7 @@ void WorldState::step_continuous(StepStats& st) {
   //    the step; only the two bodies of a collision are predicted again.
   t = Clock::now();
   continuous.process_events(options, bodies, p.record_events ? &events : nullptr, p.max_events, st);
+  st.candidate_pairs = continuous.candidate_pairs();
   st.seconds.resolve_contacts += seconds_since(t);
 
   // 5. Integrate positions: every body drifts to the end of the step.

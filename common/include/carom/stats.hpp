@@ -58,7 +58,7 @@ struct StepStats {
   /// finite): a world never holds what its own loader would refuse.
   /// World::escaped_ids() names them.
   std::uint32_t escaped = 0;
-  std::uint64_t candidate_pairs = 0; ///< broad-phase pairs in the current pair list (continuous: swept extents)
+  std::uint64_t candidate_pairs = 0; ///< broad-phase pairs in the current pair list (continuous: swept pairs plus the neighbour pairs the step's queries found)
   std::uint32_t rounds = 0;        ///< most rounds of the contact schedule in a substep
   std::uint32_t pair_rebuilds = 0; ///< broad-phase rebuilds during this step
   double kinetic_energy = 0.0;     ///< J, sum 1/2 m v^2 after the step
