@@ -280,6 +280,22 @@ TEST(Gravity, SameBitsForAnyThreadCountAndInsertionOrder) {
   }
 }
 
+// From 16 384 bodies the tree is built in parallel (its top on one thread,
+// the subtrees as tasks): still the same bits for any thread count.
+TEST(Gravity, ALargeTreeBuiltInParallelGivesTheSameBits) {
+  std::vector<BodyDesc> bodies = disc(20000, 141.0, 21, 0.1);
+  for (auto& b : bodies) b.radius = 0.25;
+  std::vector<std::uint64_t> hashes;
+  for (const int threads : {1, 3, 8}) {
+    World w({.threads = threads}, nbody_params(GravityMethod::kTree, 0.05));
+    ASSERT_TRUE(w.add_bodies(bodies).ok());
+    for (int s = 0; s < 3; ++s) w.step();
+    hashes.push_back(w.state_hash());
+  }
+  EXPECT_EQ(hashes[1], hashes[0]);
+  EXPECT_EQ(hashes[2], hashes[0]);
+}
+
 TEST(Gravity, BadParametersAreRefusedWithTheFieldNamed) {
   World w({.threads = 1}, nbody_params(GravityMethod::kTree, 0.05));
   ASSERT_TRUE(w.add_bodies(disc(10, 5.0, 1)).ok());

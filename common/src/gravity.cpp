@@ -173,54 +173,67 @@ void direct(const BodyStore& b, const MutualGravity& g, std::vector<double>& ax,
   });
 }
 
-// Builds the subtree over Morton positions [first, first + count) of the
-// cell (x0, y0, size) at `depth` into nodes[at]; its children go at the end.
-void build(GravityScratch& t, std::uint32_t at, std::uint32_t first, std::uint32_t count, int depth, double x0,
-           double y0, double size, double theta) {
-  auto& nodes = t.nodes;
-  nodes[at].first = first;
-  nodes[at].count = count;
+// A node's square cell: lower corner and side.
+struct Cell {
+  double x0 = 0, y0 = 0, size = 0;
+};
+
+// The quadrant runs of Morton positions [first, first + count) at `depth`
+// (the keys are sorted, so each quadrant is a run): edge[q] .. edge[q + 1].
+std::array<std::uint32_t, 5> quadrants(const GravityScratch& t, std::uint32_t first, std::uint32_t count, int depth) {
+  const int shift = 2 * (kBits - 1 - depth);
+  std::array<std::uint32_t, 5> edge{};
+  edge[0] = first;
+  for (std::uint64_t q = 1; q < 4; ++q) {
+    edge[q] = static_cast<std::uint32_t>(
+        std::partition_point(t.keys.begin() + edge[q - 1], t.keys.begin() + first + count,
+                             [&](std::uint64_t k) { return ((k >> shift) & 3u) < q; }) -
+        t.keys.begin());
+  }
+  edge[4] = first + count;
+  return edge;
+}
+
+inline bool is_leaf(std::uint32_t count, int depth) { return count <= kLeafSize || depth == kBits; }
+
+inline Cell child_cell(const Cell& c, int q) {
+  const double half = 0.5 * c.size;
+  return {c.x0 + ((q & 1) ? half : 0.0), c.y0 + ((q & 2) ? half : 0.0), half};
+}
+
+// Appends the children of nodes[at] (its quadrant runs, in order).
+void add_children(std::vector<GravityScratch::Node>& nodes, std::uint32_t at, const std::array<std::uint32_t, 5>& edge) {
+  std::uint32_t children = 0;
+  for (int q = 0; q < 4; ++q) children += edge[q + 1] > edge[q] ? 1u : 0u;
+  const auto child = static_cast<std::uint32_t>(nodes.size());
+  nodes.resize(nodes.size() + children);
+  nodes[at].child = child;
+  nodes[at].children = children;
+}
+
+// Mass, centre of mass, quadrupole and opening distance of nodes[at], from
+// its bodies (a leaf) or its finished children, in order.
+void finish(std::vector<GravityScratch::Node>& nodes, const GravityScratch& t, std::uint32_t at, const Cell& cell,
+            double theta) {
+  GravityScratch::Node& node = nodes[at];
+  const std::uint32_t first = node.first, count = node.count;
   double mass = 0.0, mx = 0.0, my = 0.0;
-  if (count <= kLeafSize || depth == kBits) {
+  if (node.children == 0) {
     for (std::uint32_t p = first; p < first + count; ++p) {
       mass += t.sm[p];
       mx += t.sm[p] * t.sx[p];
       my += t.sm[p] * t.sy[p];
     }
   } else {
-    // Quadrant boundaries: the keys are sorted, so each quadrant is a run.
-    const int shift = 2 * (kBits - 1 - depth);
-    std::array<std::uint32_t, 5> edge{};
-    edge[0] = first;
-    for (std::uint64_t q = 1; q < 4; ++q) {
-      edge[q] = static_cast<std::uint32_t>(
-          std::partition_point(t.keys.begin() + edge[q - 1], t.keys.begin() + first + count,
-                               [&](std::uint64_t k) { return ((k >> shift) & 3u) < q; }) -
-          t.keys.begin());
-    }
-    edge[4] = first + count;
-    std::uint32_t children = 0;
-    for (int q = 0; q < 4; ++q) children += edge[q + 1] > edge[q] ? 1u : 0u;
-    const auto child = static_cast<std::uint32_t>(nodes.size());
-    nodes.resize(nodes.size() + children);
-    nodes[at].child = child;
-    nodes[at].children = children;
-    const double half = 0.5 * size;
-    std::uint32_t c = child;
-    for (int q = 0; q < 4; ++q) {
-      if (edge[q + 1] == edge[q]) continue;
-      build(t, c, edge[q], edge[q + 1] - edge[q], depth + 1, x0 + ((q & 1) ? half : 0.0), y0 + ((q & 2) ? half : 0.0),
-            half, theta);
+    for (std::uint32_t c = node.child; c < node.child + node.children; ++c) {
       mass += nodes[c].mass;
       mx += nodes[c].mass * nodes[c].cx;
       my += nodes[c].mass * nodes[c].cy;
-      ++c;
     }
   }
-  GravityScratch::Node& node = nodes[at];
   node.mass = mass;
-  node.cx = mass > 0.0 ? mx / mass : x0 + 0.5 * size;
-  node.cy = mass > 0.0 ? my / mass : y0 + 0.5 * size;
+  node.cx = mass > 0.0 ? mx / mass : cell.x0 + 0.5 * cell.size;
+  node.cy = mass > 0.0 ? my / mass : cell.y0 + 0.5 * cell.size;
   // Quadrupole about the centre of mass: the bodies' (leaf) or the children's
   // own plus their masses' offsets (parallel axes).
   double qxx = 0.0, qxy = 0.0, qyy = 0.0, i2 = 0.0;
@@ -246,9 +259,93 @@ void build(GravityScratch& t, std::uint32_t at, std::uint32_t first, std::uint32
   node.qxy = qxy;
   node.qyy = qyy;
   node.i2 = i2;
-  const double delta = std::hypot(node.cx - (x0 + 0.5 * size), node.cy - (y0 + 0.5 * size));
-  const double open = size / theta + delta;
+  const double delta = std::hypot(node.cx - (cell.x0 + 0.5 * cell.size), node.cy - (cell.y0 + 0.5 * cell.size));
+  const double open = cell.size / theta + delta;
   node.open2 = open * open;
+}
+
+// Builds the subtree over Morton positions [first, first + count) of `cell`
+// at `depth` into nodes[at]; its children go at the end.
+void build(std::vector<GravityScratch::Node>& nodes, const GravityScratch& t, std::uint32_t at, std::uint32_t first,
+           std::uint32_t count, int depth, const Cell& cell, double theta) {
+  nodes[at].first = first;
+  nodes[at].count = count;
+  if (!is_leaf(count, depth)) {
+    const auto edge = quadrants(t, first, count, depth);
+    add_children(nodes, at, edge);
+    std::uint32_t c = nodes[at].child;
+    for (int q = 0; q < 4; ++q) {
+      if (edge[q + 1] == edge[q]) continue;
+      build(nodes, t, c++, edge[q], edge[q + 1] - edge[q], depth + 1, child_cell(cell, q), theta);
+    }
+  }
+  finish(nodes, t, at, cell, theta);
+}
+
+// A large tree is built in parallel: the top, down to nodes of at most
+// `limit` bodies, on this thread; those nodes' subtrees as tasks, each into
+// its own list, appended in order; then the top's moments, children first.
+// The nodes keep the order a sequential build gives each node's children
+// (consecutive, in quadrant order), so the walks, and the forces, are the
+// same bits.
+struct Subtree {
+  std::uint32_t at, first, count;
+  int depth;
+  Cell cell;
+  std::vector<GravityScratch::Node> nodes;
+};
+
+void build_top(GravityScratch& t, std::uint32_t at, std::uint32_t first, std::uint32_t count, int depth,
+               const Cell& cell, std::uint32_t limit, std::vector<Cell>& cells, std::vector<Subtree>& tasks) {
+  auto& nodes = t.nodes;
+  nodes[at].first = first;
+  nodes[at].count = count;
+  if (cells.size() <= at) cells.resize(at + 1);
+  cells[at] = cell;
+  if (count <= limit || is_leaf(count, depth)) {
+    tasks.push_back({at, first, count, depth, cell, {}});
+    return;
+  }
+  const auto edge = quadrants(t, first, count, depth);
+  add_children(nodes, at, edge);
+  std::uint32_t c = nodes[at].child;
+  for (int q = 0; q < 4; ++q) {
+    if (edge[q + 1] == edge[q]) continue;
+    build_top(t, c++, edge[q], edge[q + 1] - edge[q], depth + 1, child_cell(cell, q), limit, cells, tasks);
+  }
+}
+
+void build_tree(GravityScratch& t, std::uint32_t n, const Cell& root, double theta) {
+  constexpr std::uint32_t kTaskBodies = 4096;
+  t.nodes.clear();
+  t.nodes.emplace_back();
+  if (n < 4 * kTaskBodies) {
+    t.nodes.reserve(n / 2 + 16);
+    build(t.nodes, t, 0, 0, n, 0, root, theta);
+    return;
+  }
+  std::vector<Cell> cells;
+  std::vector<Subtree> tasks;
+  build_top(t, 0, 0, n, 0, root, std::max(kTaskBodies, n / 64), cells, tasks);
+  const auto top = static_cast<std::uint32_t>(t.nodes.size());
+  for_blocks(tasks.size(), 1, [&](std::size_t k, std::size_t, std::size_t) {
+    Subtree& s = tasks[k];
+    s.nodes.reserve(s.count / 2 + 16);
+    s.nodes.emplace_back();
+    build(s.nodes, t, 0, s.first, s.count, s.depth, s.cell, theta);
+  });
+  // Append each subtree below the top; its root replaces the placeholder.
+  for (Subtree& s : tasks) {
+    const auto offset = static_cast<std::uint32_t>(t.nodes.size()) - 1;  // local index 1 -> offset + 1
+    for (std::size_t k = 0; k < s.nodes.size(); ++k)
+      if (s.nodes[k].children > 0) s.nodes[k].child += offset;
+    t.nodes[s.at] = s.nodes[0];
+    t.nodes.insert(t.nodes.end(), s.nodes.begin() + 1, s.nodes.end());
+    std::vector<GravityScratch::Node>().swap(s.nodes);
+  }
+  // The top's moments, children (higher indices) before parents.
+  for (std::uint32_t at = top; at-- > 0;)
+    if (t.nodes[at].children > 0 && t.nodes[at].child < top) finish(t.nodes, t, at, cells[at], theta);
 }
 
 void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::vector<double>& ax,
@@ -295,10 +392,7 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
     }
   });
   std::vector<Keyed>().swap(keyed);
-  t.nodes.clear();
-  t.nodes.reserve(n / 2 + 16);
-  t.nodes.emplace_back();
-  build(t, 0, 0, static_cast<std::uint32_t>(n), 0, xmin, ymin, side, g.theta);
+  build_tree(t, static_cast<std::uint32_t>(n), Cell{xmin, ymin, side}, g.theta);
   std::vector<std::uint64_t>().swap(t.keys);  // only the build reads them (memory at a million bodies)
 
   // The walk, group by group: the nodes of at most kGroup bodies (in Morton
