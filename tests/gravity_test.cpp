@@ -327,6 +327,12 @@ TEST(Gravity, BadParametersAreRefusedWithTheFieldNamed) {
   EXPECT_TRUE(parse_gravity_method("tree", &m));
   EXPECT_EQ(m, GravityMethod::kTree);
   EXPECT_FALSE(parse_gravity_method("fmm", &m));
+  // auto: direct below the measured crossover, the tree from it.
+  MutualGravity g;
+  EXPECT_EQ(detail::resolve_method(g, detail::kAutoTreeFrom - 1), GravityMethod::kDirect);
+  EXPECT_EQ(detail::resolve_method(g, detail::kAutoTreeFrom), GravityMethod::kTree);
+  g.method = GravityMethod::kDirect;
+  EXPECT_EQ(detail::resolve_method(g, 1000000), GravityMethod::kDirect);
 }
 
 }  // namespace

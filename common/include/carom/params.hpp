@@ -35,7 +35,7 @@ bool parse_solver(std::string_view text, Solver* out);
 
 /// How mutual gravity is summed.
 enum class GravityMethod : std::uint8_t {
-  kAuto = 0,    ///< direct below a few thousand bodies, tree above
+  kAuto = 0,    ///< direct below 32 bodies, tree above (where the tree pays, measured)
   kDirect = 1,  ///< every pair, O(N^2)
   kTree = 2,    ///< Barnes-Hut quadtree, O(N log N), opening angle theta
 };
