@@ -66,6 +66,13 @@ void set_socket_options(tcp::socket& socket) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
+// "address:port" of the peer, for the log.
+std::string peer_name(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  return ec ? std::string("unknown peer") : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+}
+
 }  // namespace
 
 bool refuse_if_full(tcp::socket& socket, Hub& hub) {
@@ -97,10 +104,7 @@ bool refuse_if_full(tcp::socket& socket, Hub& hub) {
     }
   };
   static const auto closing_frame = error_frame(v1::SHUTTING_DOWN, "the server is shutting down");
-  boost::system::error_code ec;
-  const auto endpoint = socket.remote_endpoint(ec);
-  const std::string peer =
-      ec ? std::string("unknown peer") : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  const std::string peer = peer_name(socket);
   const auto max = hub.options().max_clients;
   if (closing) {
     spdlog::warn("refused {}: the server is shutting down", peer);
@@ -134,16 +138,12 @@ Session::Session(tcp::socket socket, Hub& hub)
       hub_(hub),
       timer_(socket_.get_executor()),
       decoder_(std::min(hub.options().max_frame, kMaxViewerFrame)) {
+  peer_ = peer_name(socket_);
   boost::system::error_code ec;
   const auto endpoint = socket_.remote_endpoint(ec);
-  if (!ec) {
-    peer_ = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-    loopback_ = endpoint.address().is_loopback() ||
-                (endpoint.address().is_v6() && endpoint.address().to_v6().is_v4_mapped() &&
-                 asio::ip::make_address_v4(asio::ip::v4_mapped, endpoint.address().to_v6()).is_loopback());
-  } else {
-    peer_ = "unknown peer";
-  }
+  loopback_ = !ec && (endpoint.address().is_loopback() ||
+                      (endpoint.address().is_v6() && endpoint.address().to_v6().is_v4_mapped() &&
+                       asio::ip::make_address_v4(asio::ip::v4_mapped, endpoint.address().to_v6()).is_loopback()));
 }
 
 Session::~Session() = default;

@@ -39,21 +39,6 @@ constexpr std::uint32_t kLeafSize = 8;    // bodies a leaf holds before it split
 constexpr std::uint32_t kGroup = 32;      // bodies that walk the tree together
 constexpr std::size_t kBlock = 1024;      // bodies per parallel task
 
-// One body's pull towards mass m at (cx, cy): adds to (ax, ay) and phi
-// (without G, which multiplies the sums once).
-inline void pull(double xi, double yi, double cx, double cy, double m, double eps2, double& ax, double& ay,
-                 double& phi) {
-  const double dx = cx - xi, dy = cy - yi;
-  const double r2 = dx * dx + dy * dy + eps2;
-  if (!(r2 > 0.0)) return;  // coincident, unsoftened: no direction
-  const double r = std::sqrt(r2);
-  const double inv_r = 1.0 / r;
-  const double inv_r3 = inv_r / r2;
-  ax += m * dx * inv_r3;
-  ay += m * dy * inv_r3;
-  phi -= m * inv_r;
-}
-
 // A node's pull: the Taylor expansion of the Plummer potential about its
 // centre of mass to second order,
 //   phi = -G [M / s + (1/2) d^T Q d / s^5 - (1/2) eps^2 I / s^5],

@@ -6,6 +6,7 @@
 // is bit-identical for any thread count (and a restored world recomputes
 // exactly what the original had).
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace carom::detail {
 /// Scratch reused from call to call.
 struct GravityScratch {
   // The tree: bodies in Morton order (positions and masses copied), nodes in
-  // depth-first order, each node's children consecutive.
+  // an order where each node's children are consecutive (in quadrant order).
   struct Node {
     double mass = 0, cx = 0, cy = 0;  // total mass and centre of mass
     double qxx = 0, qxy = 0, qyy = 0;  // quadrupole about the centre of mass, sum m (3 d d^T - d^2 I) in the plane
@@ -33,6 +34,21 @@ struct GravityScratch {
   std::vector<std::uint64_t> keys;
   std::vector<std::uint32_t> groups;  // nodes whose bodies walk the tree together
 };
+
+/// One body's pull towards mass m at (cx, cy): adds to (ax, ay) and phi
+/// (without G, which multiplies the sums once).
+inline void pull(double xi, double yi, double cx, double cy, double m, double eps2, double& ax, double& ay,
+                 double& phi) {
+  const double dx = cx - xi, dy = cy - yi;
+  const double r2 = dx * dx + dy * dy + eps2;
+  if (!(r2 > 0.0)) return;  // coincident, unsoftened: no direction
+  const double r = std::sqrt(r2);
+  const double inv_r = 1.0 / r;
+  const double inv_r3 = inv_r / r2;
+  ax += m * dx * inv_r3;
+  ay += m * dy * inv_r3;
+  phi -= m * inv_r;
+}
 
 /// The method the world uses for n bodies (kAuto resolved).
 GravityMethod resolve_method(const MutualGravity& g, std::size_t n);

@@ -114,16 +114,9 @@ std::vector<Vec2> mutual_accelerations(const BodiesView& b, const MutualGravity&
 
 Vec2 mutual_acceleration_direct(const BodiesView& b, const MutualGravity& gravity, std::size_t index) {
   const double eps2 = gravity.softening * gravity.softening;
-  double ax = 0.0, ay = 0.0;
-  for (std::size_t j = 0; j < b.size(); ++j) {
-    if (j == index) continue;
-    const double dx = b.x[j] - b.x[index], dy = b.y[j] - b.y[index];
-    const double r2 = dx * dx + dy * dy + eps2;
-    if (!(r2 > 0.0)) continue;
-    const double inv_r3 = 1.0 / (r2 * std::sqrt(r2));
-    ax += b.mass[j] * dx * inv_r3;
-    ay += b.mass[j] * dy * inv_r3;
-  }
+  double ax = 0.0, ay = 0.0, phi = 0.0;
+  for (std::size_t j = 0; j < b.size(); ++j)
+    if (j != index) detail::pull(b.x[index], b.y[index], b.x[j], b.y[j], b.mass[j], eps2, ax, ay, phi);
   return {gravity.g * ax, gravity.g * ay};
 }
 
