@@ -257,34 +257,38 @@ inline double wall_gap(const BodyStore& b, std::uint32_t entry, const Bounds& bo
 
 }  // namespace
 
-void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out) {
+void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool low_memory) {
   out.used.assign(bodies, 0);
   out.colour.resize(pairs.count);
   std::vector<std::uint32_t> count(kColours, 0);
   constexpr std::uint64_t kNormal = (std::uint64_t{1} << kOverflow) - 1;
-  std::size_t k = 0;
-  for (const auto& block : pairs.blocks) {
-    for (const Pair p : block) {
-      const std::uint64_t free = ~(out.used[p.a] | out.used[p.b]) & kNormal;
-      std::uint32_t c = kOverflow;
-      if (free != 0) {
-        c = static_cast<std::uint32_t>(std::countr_zero(free));
-        out.used[p.a] |= std::uint64_t{1} << c;
-        out.used[p.b] |= std::uint64_t{1} << c;
-      }
-      out.colour[k++] = static_cast<std::uint8_t>(c);
-      ++count[c];
+  const std::size_t nsrc = pairs.blocks.size();
+  std::vector<std::size_t> src_first(nsrc + 1, 0);
+  for (std::size_t blk = 0; blk < nsrc; ++blk) src_first[blk + 1] = src_first[blk] + pairs.blocks[blk].size();
+  // Greedy, in candidate order: the first colour free at both bodies.
+  std::uint64_t* const used = out.used.data();
+  std::uint8_t* const colour = out.colour.data();
+  auto paint = [&](Pair p) {
+    const std::uint64_t free = ~(used[p.a] | used[p.b]) & kNormal;
+    std::uint32_t c = kOverflow;
+    if (free != 0) {
+      c = static_cast<std::uint32_t>(std::countr_zero(free));
+      used[p.a] |= std::uint64_t{1} << c;
+      used[p.b] |= std::uint64_t{1} << c;
     }
+    ++count[c];
+    return static_cast<std::uint8_t>(c);
+  };
+  {
+    std::size_t k = 0;
+    for (const auto& block : pairs.blocks)
+      for (const Pair p : block) colour[k++] = paint(p);
   }
   std::uint32_t colours = 0;
   for (std::uint32_t c = 0; c < kColours; ++c)
     if (count[c]) colours = c + 1;
-  // Memory peaks here at a million bodies: the per-body colour masks go
-  // before the coloured list is made, and each searched block as soon as its
-  // pairs are placed, so the list is never held twice.
   std::vector<std::uint64_t>().swap(out.used);
   // Blocks of one colour each, colours in order, candidates in order within.
-  std::vector<std::vector<Pair>> blocks;
   out.begin.assign(colours + 1, 0);
   out.block_begin.assign(colours + 1, 0);
   std::vector<std::size_t> first_block(colours + 1, 0);
@@ -293,18 +297,54 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out) {
     first_block[c + 1] = first_block[c] + block_count(count[c], kPairBlock);
     out.block_begin[c + 1] = static_cast<std::uint32_t>(first_block[c + 1]);
   }
-  blocks.resize(first_block[colours]);
-  std::vector<std::size_t> fill(colours, 0);
-  k = 0;
-  for (auto& block : pairs.blocks) {
-    for (const Pair p : block) {
-      const std::uint32_t c = out.colour[k++];
-      auto& dst = blocks[first_block[c] + fill[c] / kPairBlock];
-      if (fill[c] % kPairBlock == 0) dst.reserve(std::min<std::size_t>(kPairBlock, count[c] - fill[c]));
-      dst.push_back(p);
-      ++fill[c];
+  std::vector<std::vector<Pair>> blocks(first_block[colours]);
+  if (low_memory) {
+    // Memory peaks here at a million bodies: the per-body colour masks went
+    // before the coloured list is made, and each searched block goes as soon
+    // as its pairs are placed, so the list is never held twice.
+    std::vector<std::size_t> fill(colours, 0);
+    std::size_t k = 0;
+    for (auto& block : pairs.blocks) {
+      for (const Pair p : block) {
+        const std::uint32_t c = colour[k++];
+        auto& dst = blocks[first_block[c] + fill[c] / kPairBlock];
+        if (fill[c] % kPairBlock == 0) dst.reserve(std::min<std::size_t>(kPairBlock, count[c] - fill[c]));
+        dst.push_back(p);
+        ++fill[c];
+      }
+      std::vector<Pair>().swap(block);
     }
-    std::vector<Pair>().swap(block);
+  } else {
+    // A parallel counting sort: each searched block counts its pairs per
+    // colour, the counts in block order give each its first slot per colour.
+    std::vector<std::uint32_t> at(nsrc * colours, 0);
+    for_blocks(nsrc, 1, [&](std::size_t blk, std::size_t, std::size_t) {
+      std::uint32_t* const mine = at.data() + blk * colours;
+      for (std::size_t k = src_first[blk]; k < src_first[blk + 1]; ++k) ++mine[colour[k]];
+    });
+    for (std::uint32_t c = 0; c < colours; ++c) {
+      std::uint32_t sum = 0;
+      for (std::size_t blk = 0; blk < nsrc; ++blk) {
+        const std::uint32_t here = at[blk * colours + c];
+        at[blk * colours + c] = sum;
+        sum += here;
+      }
+    }
+    for_blocks(blocks.size(), 1, [&](std::size_t d, std::size_t, std::size_t) {
+      const std::uint32_t c = static_cast<std::uint32_t>(
+          std::upper_bound(first_block.begin(), first_block.end(), d) - first_block.begin() - 1);
+      const std::size_t rank0 = (d - first_block[c]) * kPairBlock;
+      blocks[d].resize(std::min<std::size_t>(kPairBlock, count[c] - rank0));
+    });
+    for_blocks(nsrc, 1, [&](std::size_t blk, std::size_t, std::size_t) {
+      std::uint32_t* const next = at.data() + blk * colours;
+      std::size_t k = src_first[blk];
+      for (const Pair p : pairs.blocks[blk]) {
+        const std::uint32_t c = colour[k++];
+        const std::uint32_t r = next[c]++;
+        blocks[first_block[c] + r / kPairBlock][r % kPairBlock] = p;
+      }
+    });
   }
   pairs.blocks = std::move(blocks);
 }
@@ -541,35 +581,79 @@ WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts&
   return saved;
 }
 
-void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts) {
-  contacts.warm.clear();
-  if (saved.empty()) return;
-  // `saved` is sorted by (lower id, higher id) and storage is in id order:
-  // each lower body's entries are one run, found through `start` (storage
-  // index -> first entry), so a candidate looks at its lower body's few entries.
-  const std::size_t n = b.size();
-  std::vector<std::uint32_t> start(n + 1, 0);
-  {
-    std::size_t e = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      start[i] = static_cast<std::uint32_t>(e);
-      while (e < saved.size() && (saved[e].first >> 32) <= b.id[i]) ++e;
-    }
-    start[n] = static_cast<std::uint32_t>(e);
+namespace {
+
+WarmTable table_of(std::size_t n, std::span<const std::pair<std::uint32_t, std::uint32_t>> lower,
+                   std::span<const double> values) {
+  WarmTable t;
+  t.start.assign(n + 1, 0);
+  for (const auto& [a, b] : lower) ++t.start[a + 1];
+  for (std::size_t i = 0; i < n; ++i) t.start[i + 1] += t.start[i];
+  t.entry.resize(lower.size());
+  std::vector<std::uint32_t> fill(t.start.begin(), t.start.end() - 1);
+  for (std::size_t k = 0; k < lower.size(); ++k) t.entry[fill[lower[k].first]++] = {lower[k].second, values[k]};
+  return t;
+}
+
+}  // namespace
+
+WarmTable warm_table(std::size_t bodies, const PairBlocks& pairs, const Contacts& contacts) {
+  if (contacts.warm.empty()) return {};
+  // contacts.warm is in candidate order: walk the blocks beside it.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> lower(contacts.warm.size());
+  std::vector<double> values(contacts.warm.size());
+  std::size_t blk = 0, first = 0;
+  for (std::size_t k = 0; k < contacts.warm.size(); ++k) {
+    const auto [cand, value] = contacts.warm[k];
+    while (cand >= first + pairs.blocks[blk].size()) first += pairs.blocks[blk++].size();
+    const Pair p = pairs.blocks[blk][cand - first];
+    lower[k] = {p.a, p.b};
+    values[k] = value;
   }
-  std::uint32_t cand = 0;
-  for (const auto& block : pairs.blocks) {
-    for (const Pair p : block) {
-      const std::uint64_t key = std::uint64_t{b.id[p.a]} << 32 | b.id[p.b];
-      for (std::uint32_t e = start[p.a]; e < start[p.a + 1]; ++e) {
-        if (saved[e].first == key) {
-          contacts.warm.emplace_back(cand, saved[e].second);
+  return table_of(bodies, lower, values);
+}
+
+WarmTable warm_table(const BodyStore& b, const WarmByIds& saved) {
+  if (saved.empty()) return {};
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> lower;
+  std::vector<double> values;
+  lower.reserve(saved.size());
+  values.reserve(saved.size());
+  for (const auto& [key, value] : saved) {
+    const std::size_t a = b.find(static_cast<BodyId>(key >> 32)), c = b.find(static_cast<BodyId>(key & 0xFFFFFFFFu));
+    if (a == kNotFound || c == kNotFound) continue;
+    lower.emplace_back(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(c));
+    values.push_back(value);
+  }
+  return table_of(b.size(), lower, values);
+}
+
+void restore_warm(const PairBlocks& pairs, const WarmTable& table, Contacts& contacts) {
+  contacts.warm.clear();
+  if (table.entry.empty()) return;
+  // Each block of candidates looks up its pairs (a lower body has a few
+  // entries) into its own list; the lists joined in block order are in
+  // candidate order.
+  const std::size_t nb = pairs.blocks.size();
+  std::vector<std::uint32_t> first(nb + 1, 0);
+  for (std::size_t blk = 0; blk < nb; ++blk) first[blk + 1] = first[blk] + static_cast<std::uint32_t>(pairs.blocks[blk].size());
+  if (contacts.block_warm.size() < nb) contacts.block_warm.resize(nb);
+  for_blocks(nb, 1, [&](std::size_t blk, std::size_t, std::size_t) {
+    auto& local = contacts.block_warm[blk];
+    local.clear();
+    std::uint32_t cand = first[blk];
+    for (const Pair p : pairs.blocks[blk]) {
+      for (std::uint32_t e = table.start[p.a]; e < table.start[p.a + 1]; ++e) {
+        if (table.entry[e].first == p.b) {
+          local.emplace_back(cand, table.entry[e].second);
           break;
         }
       }
       ++cand;
     }
-  }
+  });
+  for (std::size_t blk = 0; blk < nb; ++blk)
+    contacts.warm.insert(contacts.warm.end(), contacts.block_warm[blk].begin(), contacts.block_warm[blk].end());
 }
 
 std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::uint32_t substep, std::size_t cap,

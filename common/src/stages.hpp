@@ -45,8 +45,10 @@ struct Colouring {
   std::uint32_t colours() const { return begin.empty() ? 0 : static_cast<std::uint32_t>(begin.size() - 1); }
 };
 /// Reorders `pairs` into colour order (blocks of one colour each) and fills
-/// `out`. Sequential; called when the pair list is rebuilt.
-void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out);
+/// `out`. The greedy colouring is sequential, the reordering parallel; with
+/// `low_memory` (a large world) the list is moved block by block instead, so
+/// it is never held twice. Called when the pair list is rebuilt.
+void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool low_memory = false);
 
 /// A body within the speculative distance of a wall: entry = storage index <<
 /// 2 | wall (0 min x, 1 max x, 2 min y, 3 max y).
@@ -109,8 +111,22 @@ struct Contacts {
 using WarmByIds = std::vector<std::pair<std::uint64_t, double>>;
 /// Before a rebuild of the candidate list (`pairs`): the warm values by id pair.
 WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts);
-/// After the rebuild: warm values re-indexed by the new candidate list.
-void restore_warm(const BodyStore& b, const PairBlocks& pairs, const WarmByIds& saved, Contacts& contacts);
+/// Warm values by storage index pair, for the trip across a rebuild: the
+/// entries (higher index, value) of lower body a are entry[start[a],
+/// start[a + 1]), in no particular order (each pair is there once).
+struct WarmTable {
+  std::vector<std::uint32_t> start;
+  std::vector<std::pair<std::uint32_t, double>> entry;
+};
+/// Before a rebuild caused by motion (storage indices unchanged): the warm
+/// values of the current candidate list. No sort: one pass over what carries
+/// load, one over the bodies.
+WarmTable warm_table(std::size_t bodies, const PairBlocks& pairs, const Contacts& contacts);
+/// The same from values by id pair (a restored world's).
+WarmTable warm_table(const BodyStore& b, const WarmByIds& saved);
+/// After the rebuild: warm values re-indexed by the new candidate list
+/// (blocks in parallel, joined in order).
+void restore_warm(const PairBlocks& pairs, const WarmTable& table, Contacts& contacts);
 
 /// The soft contact of Box2D v3's soft step, for a substep of length h: a
 /// spring of `hertz` with damping ratio `zeta`, as the three numbers a pass uses.

@@ -370,7 +370,9 @@ void WorldState::rebuild_pairs() {
   pending_anchor.reset();
   // Storage indices are stale after an edit; warm values are kept only
   // across rebuilds caused by motion (or come from restore_solver_state).
-  const WarmByIds warm = warm_by_ids();
+  const WarmTable warm = pending_warm ? warm_table(bodies, *pending_warm)
+                         : edited     ? WarmTable{}
+                                      : warm_table(n, pairs, contacts);
   pending_warm.reset();
   // The last substep's contacts are rewritten by the next collide anyway.
   if (n >= kReleaseScratchAt) contacts.release();
@@ -384,8 +386,8 @@ void WorldState::rebuild_pairs() {
   // body at a million bodies, with the contacts' release above: 142 -> 122
   // B); small ones keep them (no allocation per rebuild).
   if (n >= kReleaseScratchAt) broad.release();
-  colour_pairs(n, pairs, colouring);
-  restore_warm(bodies, pairs, warm, contacts);
+  colour_pairs(n, pairs, colouring, n >= kReleaseScratchAt);
+  restore_warm(pairs, warm, contacts);
   edited = false;
   max_disp2 = 0.0;
   pairs_dirty = false;
