@@ -143,8 +143,10 @@ int main(int argc, char** argv) {
   bool live = false;
   double seconds = 0.0;
   app.add_option("--scene", spec.name, "gas | pile | mixed | lattice | default | nbody")->capture_default_str();
-  app.add_option("--gravity", gravity_method, "mutual gravity's method (default: the scene's; nbody: auto)")
-      ->check(CLI::IsMember({"auto", "direct", "tree"}));
+  app.add_option("--gravity", gravity_method,
+                 "mutual gravity's method (default: the scene's; nbody: auto); none: mutual gravity off (the same "
+                 "scene's memory and time without it)")
+      ->check(CLI::IsMember({"auto", "direct", "tree", "none"}));
   app.add_option("--theta", theta, "tree opening angle (default: the scene's, 0.5)")->check(CLI::Range(0.01, 1.5));
   app.add_option("--check-forces", check_forces,
                  "K sampled bodies' mutual-gravity accelerations (as the world's method computes them) against "
@@ -199,7 +201,11 @@ int main(int argc, char** argv) {
   if (substeps > 0) scene.params.substeps = substeps;
   if (iterations > 0) scene.params.iterations = iterations;
   if (restitution >= 0.0) scene.params.restitution = restitution;
-  if (!gravity_method.empty()) carom::parse_gravity_method(gravity_method, &scene.params.mutual.method);
+  if (gravity_method == "none") {
+    scene.params.mutual.enabled = false;
+  } else if (!gravity_method.empty()) {
+    carom::parse_gravity_method(gravity_method, &scene.params.mutual.method);
+  }
   if (theta > 0.0) scene.params.mutual.theta = theta;
 
   carom::WorldConfig config;

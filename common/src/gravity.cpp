@@ -52,6 +52,7 @@ constexpr std::size_t kBlock = 1024;      // bodies per parallel task
 // multiply-add, so any vector width gives the same bits). Compiled for AVX2
 // too and picked at load time where the CPU has it.
 constexpr std::uint32_t kNoSelf = ~std::uint32_t{0};
+using Grid = GravityScratch::Grid;
 
 [[gnu::target_clones("avx2", "default")]] void sum_node(const double* __restrict gx, const double* __restrict gy,
                                                          std::uint32_t count, const GravityScratch::Node& n,
@@ -164,16 +165,29 @@ struct Cell {
 };
 
 // The quadrant runs of Morton positions [first, first + count) at `depth`
-// (the keys are sorted, so each quadrant is a run): edge[q] .. edge[q + 1].
+// (the bodies are sorted by key, so each quadrant is a run): edge[q] ..
+// edge[q + 1]. The keys are not kept (8 bytes a body at a million bodies):
+// the two bits a level needs are quantized again from the positions, by the
+// very expression the sort's keys came from.
 std::array<std::uint32_t, 5> quadrants(const GravityScratch& t, std::uint32_t first, std::uint32_t count, int depth) {
-  const int shift = 2 * (kBits - 1 - depth);
+  const int shift = kBits - 1 - depth;
+  const Grid grid = t.grid;
+  auto quadrant = [&](std::uint32_t p) {
+    return ((grid.cell(t.sx[p], grid.x0) >> shift) & 1u) | (((grid.cell(t.sy[p], grid.y0) >> shift) & 1u) << 1);
+  };
   std::array<std::uint32_t, 5> edge{};
   edge[0] = first;
-  for (std::uint64_t q = 1; q < 4; ++q) {
-    edge[q] = static_cast<std::uint32_t>(
-        std::partition_point(t.keys.begin() + edge[q - 1], t.keys.begin() + first + count,
-                             [&](std::uint64_t k) { return ((k >> shift) & 3u) < q; }) -
-        t.keys.begin());
+  for (std::uint32_t q = 1; q < 4; ++q) {
+    std::uint32_t lo = edge[q - 1], hi = first + count;
+    while (lo < hi) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (quadrant(mid) < q) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    edge[q] = lo;
   }
   edge[4] = first + count;
   return edge;
@@ -198,8 +212,7 @@ void add_children(std::vector<GravityScratch::Node>& nodes, std::uint32_t at, co
 
 // Mass, centre of mass, quadrupole and opening distance of nodes[at], from
 // its bodies (a leaf) or its finished children, in order.
-void finish(std::vector<GravityScratch::Node>& nodes, const GravityScratch& t, std::uint32_t at, const Cell& cell,
-            double theta) {
+void finish(GravityScratch::Node* nodes, const GravityScratch& t, std::uint32_t at, const Cell& cell, double theta) {
   GravityScratch::Node& node = nodes[at];
   const std::uint32_t first = node.first, count = node.count;
   double mass = 0.0, mx = 0.0, my = 0.0;
@@ -249,35 +262,68 @@ void finish(std::vector<GravityScratch::Node>& nodes, const GravityScratch& t, s
   node.open2 = open * open;
 }
 
+// Where build() puts nodes: a growing list (children appended at its end),
+// or a list already sized (children taken from `next` on).
+struct GrowingNodes {
+  std::vector<GravityScratch::Node>& list;
+  GravityScratch::Node* data() { return list.data(); }
+  void add_children(std::uint32_t at, const std::array<std::uint32_t, 5>& edge) { detail::add_children(list, at, edge); }
+};
+struct SizedNodes {
+  GravityScratch::Node* base;
+  std::uint32_t next;
+  GravityScratch::Node* data() { return base; }
+  void add_children(std::uint32_t at, const std::array<std::uint32_t, 5>& edge) {
+    std::uint32_t children = 0;
+    for (int q = 0; q < 4; ++q) children += edge[q + 1] > edge[q] ? 1u : 0u;
+    base[at].child = next;
+    base[at].children = children;
+    next += children;
+  }
+};
+
 // Builds the subtree over Morton positions [first, first + count) of `cell`
-// at `depth` into nodes[at]; its children go at the end.
-void build(std::vector<GravityScratch::Node>& nodes, const GravityScratch& t, std::uint32_t at, std::uint32_t first,
-           std::uint32_t count, int depth, const Cell& cell, double theta) {
-  nodes[at].first = first;
-  nodes[at].count = count;
+// at `depth` into nodes[at]; its children are allocated before its
+// grandchildren (each node's children consecutive, in quadrant order).
+template <class Nodes>
+void build(Nodes& nodes, const GravityScratch& t, std::uint32_t at, std::uint32_t first, std::uint32_t count, int depth,
+           const Cell& cell, double theta) {
+  nodes.data()[at].first = first;
+  nodes.data()[at].count = count;
   if (!is_leaf(count, depth)) {
     const auto edge = quadrants(t, first, count, depth);
-    add_children(nodes, at, edge);
-    std::uint32_t c = nodes[at].child;
+    nodes.add_children(at, edge);
+    std::uint32_t c = nodes.data()[at].child;
     for (int q = 0; q < 4; ++q) {
       if (edge[q + 1] == edge[q]) continue;
       build(nodes, t, c++, edge[q], edge[q + 1] - edge[q], depth + 1, child_cell(cell, q), theta);
     }
   }
-  finish(nodes, t, at, cell, theta);
+  finish(nodes.data(), t, at, cell, theta);
+}
+
+// The nodes build() makes for a subtree: the shape alone, no moments.
+std::uint32_t count_nodes(const GravityScratch& t, std::uint32_t first, std::uint32_t count, int depth) {
+  if (is_leaf(count, depth)) return 1;
+  const auto edge = quadrants(t, first, count, depth);
+  std::uint32_t total = 1;
+  for (int q = 0; q < 4; ++q)
+    if (edge[q + 1] > edge[q]) total += count_nodes(t, edge[q], edge[q + 1] - edge[q], depth + 1);
+  return total;
 }
 
 // A large tree is built in parallel: the top, down to nodes of at most
-// `limit` bodies, on this thread; those nodes' subtrees as tasks, each into
-// its own list, appended in order; then the top's moments, children first.
-// The nodes keep the order a sequential build gives each node's children
-// (consecutive, in quadrant order), so the walks, and the forces, are the
-// same bits.
+// `limit` bodies, on this thread; those nodes' subtrees as tasks, each
+// counted first, then built in place, one after another below the top, in
+// order; then the top's moments, children first. The nodes keep the order a
+// sequential build gives each node's children (consecutive, in quadrant
+// order), so the walks, and the forces, are the same bits; and the list is
+// never held twice (memory at a million bodies).
 struct Subtree {
   std::uint32_t at, first, count;
   int depth;
   Cell cell;
-  std::vector<GravityScratch::Node> nodes;
+  std::uint32_t size = 0;  // nodes, its root included
 };
 
 void build_top(GravityScratch& t, std::uint32_t at, std::uint32_t first, std::uint32_t count, int depth,
@@ -288,7 +334,7 @@ void build_top(GravityScratch& t, std::uint32_t at, std::uint32_t first, std::ui
   if (cells.size() <= at) cells.resize(at + 1);
   cells[at] = cell;
   if (count <= limit || is_leaf(count, depth)) {
-    tasks.push_back({at, first, count, depth, cell, {}});
+    tasks.push_back({at, first, count, depth, cell});
     return;
   }
   const auto edge = quadrants(t, first, count, depth);
@@ -306,7 +352,8 @@ void build_tree(GravityScratch& t, std::uint32_t n, const Cell& root, double the
   t.nodes.emplace_back();
   if (n < 4 * kTaskBodies) {
     t.nodes.reserve(n / 2 + 16);
-    build(t.nodes, t, 0, 0, n, 0, root, theta);
+    GrowingNodes nodes{t.nodes};
+    build(nodes, t, 0, 0, n, 0, root, theta);
     return;
   }
   std::vector<Cell> cells;
@@ -314,27 +361,27 @@ void build_tree(GravityScratch& t, std::uint32_t n, const Cell& root, double the
   build_top(t, 0, 0, n, 0, root, std::max(kTaskBodies, n / 64), cells, tasks);
   const auto top = static_cast<std::uint32_t>(t.nodes.size());
   for_blocks(tasks.size(), 1, [&](std::size_t k, std::size_t, std::size_t) {
-    Subtree& s = tasks[k];
-    s.nodes.reserve(s.count / 2 + 16);
-    s.nodes.emplace_back();
-    build(s.nodes, t, 0, s.first, s.count, s.depth, s.cell, theta);
+    tasks[k].size = count_nodes(t, tasks[k].first, tasks[k].count, tasks[k].depth);
   });
-  // Append each subtree below the top; its root replaces the placeholder.
-  for (Subtree& s : tasks) {
-    const auto offset = static_cast<std::uint32_t>(t.nodes.size()) - 1;  // local index 1 -> offset + 1
-    for (std::size_t k = 0; k < s.nodes.size(); ++k)
-      if (s.nodes[k].children > 0) s.nodes[k].child += offset;
-    t.nodes[s.at] = s.nodes[0];
-    t.nodes.insert(t.nodes.end(), s.nodes.begin() + 1, s.nodes.end());
-    std::vector<GravityScratch::Node>().swap(s.nodes);
-  }
+  // Subtree k's nodes but its root (which is in the top) go after the top
+  // and subtrees 0 .. k - 1.
+  std::vector<std::uint32_t> base(tasks.size() + 1, top);
+  for (std::size_t k = 0; k < tasks.size(); ++k) base[k + 1] = base[k] + tasks[k].size - 1;
+  t.nodes.resize(base[tasks.size()]);
+  for_blocks(tasks.size(), 1, [&](std::size_t k, std::size_t, std::size_t) {
+    const Subtree& s = tasks[k];
+    SizedNodes nodes{t.nodes.data(), base[k]};
+    build(nodes, t, s.at, s.first, s.count, s.depth, s.cell, theta);
+  });
   // The top's moments, children (higher indices) before parents.
   for (std::uint32_t at = top; at-- > 0;)
-    if (t.nodes[at].children > 0 && t.nodes[at].child < top) finish(t.nodes, t, at, cells[at], theta);
+    if (t.nodes[at].children > 0 && t.nodes[at].child < top) finish(t.nodes.data(), t, at, cells[at], theta);
 }
 
+// Tree gravity; the potential energy, when wanted, as 1/2 G times the sum of
+// the groups' sums of m phi, in group order (no array of phi: 8 bytes a body).
 void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::vector<double>& ax,
-          std::vector<double>& ay, std::vector<double>& phi) {
+          std::vector<double>& ay, double* potential) {
   const std::size_t n = b.size();
   // The bounding square (exact minima and maxima: order does not matter).
   double xmin = b.x[0], xmax = b.x[0], ymin = b.y[0], ymax = b.y[0];
@@ -348,20 +395,15 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
   if (!(side > 0.0)) side = 1.0;
   // Slightly larger, so the largest coordinate quantizes inside.
   side *= 1.0 + 1e-9;
-  const double cells = 4294967296.0;  // 2^kBits
+  t.grid = Grid{xmin, ymin, side};
+  const Grid grid = t.grid;
   std::vector<Keyed> keyed(n);
   for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
-    for (std::size_t i = i0; i < i1; ++i) {
-      const auto q = [&](double v, double lo) {
-        const double c = std::floor((v - lo) / side * cells);
-        return static_cast<std::uint32_t>(std::clamp(c, 0.0, cells - 1.0));
-      };
-      keyed[i] = {spread_bits(q(b.x[i], xmin)) | (spread_bits(q(b.y[i], ymin)) << 1),
+    for (std::size_t i = i0; i < i1; ++i)
+      keyed[i] = {spread_bits(grid.cell(b.x[i], xmin)) | (spread_bits(grid.cell(b.y[i], ymin)) << 1),
                   static_cast<std::uint32_t>(i)};
-    }
   });
   tbb::parallel_sort(keyed.begin(), keyed.end());  // a total order: the same for any split
-  t.keys.resize(n);
   t.order.resize(n);
   t.sx.resize(n);
   t.sy.resize(n);
@@ -369,7 +411,6 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t) {
     for (std::size_t p = p0; p < p1; ++p) {
       const std::uint32_t i = keyed[p].index;
-      t.keys[p] = keyed[p].key;
       t.order[p] = i;
       t.sx[p] = b.x[i];
       t.sy[p] = b.y[i];
@@ -378,7 +419,6 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
   });
   std::vector<Keyed>().swap(keyed);
   build_tree(t, static_cast<std::uint32_t>(n), Cell{xmin, ymin, side}, g.theta);
-  std::vector<std::uint64_t>().swap(t.keys);  // only the build reads them (memory at a million bodies)
 
   // The walk, group by group: the nodes of at most kGroup bodies (in Morton
   // order, so each is a compact patch of space) walk the tree once for all
@@ -407,6 +447,7 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
       for (std::uint32_t c = node.children; c-- > 0;) stack.push_back(node.child + c);
     }
   }
+  t.group_potential.assign(groups.size(), 0.0);
   for_blocks(groups.size(), 8, [&](std::size_t g0, std::size_t g1, std::size_t) {
     std::array<std::uint32_t, 4 * (kBits + 2)> stack;
     std::vector<std::uint32_t> far, near;  // expansion nodes, bodies (Morton positions)
@@ -453,14 +494,21 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
         const std::uint32_t self = q >= first && q < last ? q - first : kNoSelf;
         sum_body(gx.data(), gy.data(), count, self, t.sx[q], t.sy[q], t.sm[q], eps2, sx.data(), sy.data(), sp.data());
       }
+      double mphi = 0.0;
       for (std::uint32_t b = 0; b < count; ++b) {
         const std::uint32_t i = t.order[first + b];
         ax[i] = g.g * sx[b];
         ay[i] = g.g * sy[b];
-        phi[i] = sp[b];
+        mphi += t.sm[first + b] * sp[b];
       }
+      t.group_potential[gi] = mphi;
     }
   });
+  if (potential) {
+    double total = 0.0;
+    for (const double v : t.group_potential) total += v;
+    *potential = 0.5 * g.g * total;
+  }
 }
 
 }  // namespace
@@ -477,13 +525,13 @@ void mutual_accelerations(const BodyStore& b, const MutualGravity& g, GravityScr
   ay.assign(n, 0.0);
   if (potential) *potential = 0.0;
   if (n < 2) return;
-  std::vector<double> phi(n, 0.0);
   if (resolve_method(g, n) == GravityMethod::kDirect) {
+    std::vector<double> phi(n, 0.0);
     direct(b, g, ax, ay, phi);
+    if (potential) *potential = potential_of(b, phi, g.g);
   } else {
-    tree(b, g, scratch, ax, ay, phi);
+    tree(b, g, scratch, ax, ay, potential);
   }
-  if (potential) *potential = potential_of(b, phi, g.g);
 }
 
 }  // namespace carom::detail

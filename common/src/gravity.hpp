@@ -6,6 +6,7 @@
 // is bit-identical for any thread count (and a restored world recomputes
 // exactly what the original had).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -31,8 +32,18 @@ struct GravityScratch {
   std::vector<Node> nodes;
   std::vector<std::uint32_t> order;  // Morton position -> storage index
   std::vector<double> sx, sy, sm;    // positions and masses in Morton order
-  std::vector<std::uint64_t> keys;
   std::vector<std::uint32_t> groups;  // nodes whose bodies walk the tree together
+  std::vector<double> group_potential;  // per group: sum of m phi over its bodies, in order
+  /// The quantization of positions the Morton keys come from: 2^32 cells a
+  /// side over the bounding square (x0, y0, side).
+  struct Grid {
+    double x0 = 0, y0 = 0, side = 1;
+    std::uint32_t cell(double v, double lo) const {
+      constexpr double kCells = 4294967296.0;
+      const double c = std::floor((v - lo) / side * kCells);
+      return static_cast<std::uint32_t>(std::clamp(c, 0.0, kCells - 1.0));
+    }
+  } grid;
 };
 
 /// One body's pull towards mass m at (cx, cy): adds to (ax, ay) and phi
