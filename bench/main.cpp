@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
   carom::bench::SceneSpec spec;
   std::string gravity_method;
   double theta = 0.0;
+  double softening = -1.0;
   std::size_t check_forces = 0;
   std::uint64_t steps = 200;
   int threads = 0;
@@ -148,6 +149,8 @@ int main(int argc, char** argv) {
                  "scene's memory and time without it)")
       ->check(CLI::IsMember({"auto", "direct", "tree", "none"}));
   app.add_option("--theta", theta, "tree opening angle (default: the scene's, 0.5)")->check(CLI::Range(0.01, 1.5));
+  app.add_option("--softening", softening, "mutual gravity's softening length, m (default: the scene's; nbody: 0.05)")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--check-forces", check_forces,
                  "K sampled bodies' mutual-gravity accelerations (as the world's method computes them) against "
                  "direct summation, at the end: force_error_p50 / p99 in the JSON");
@@ -170,6 +173,9 @@ int main(int argc, char** argv) {
   app.add_option("--dump-csv", dump_csv,
                  "write the final world to FILE: a header id,x,y,vx,vy,radius,mass, then one body a line at full precision");
   app.add_option("--eta", spec.eta, "area fraction for gas, pile, mixed")->capture_default_str();
+  app.add_option("--radius", spec.radius,
+                 "nbody: every body's radius (default 0.25); a tiny one makes the disc collisionless")
+      ->check(CLI::Range(carom::kMinRadius, carom::kMaxRadius));
   app.add_option("--seed", spec.seed, "random seed of the scene")->capture_default_str();
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--live", live, "step in real time and draw the world in the terminal");
@@ -207,6 +213,7 @@ int main(int argc, char** argv) {
     carom::parse_gravity_method(gravity_method, &scene.params.mutual.method);
   }
   if (theta > 0.0) scene.params.mutual.theta = theta;
+  if (softening >= 0.0) scene.params.mutual.softening = softening;
 
   carom::WorldConfig config;
   config.threads = threads;

@@ -88,7 +88,7 @@ Status build_scene(const SceneSpec& spec, Scene* out) {
     }
   } else if (spec.name == "nbody") {
     // Issue 14's scene, defined so other codes can run it: N bodies of mass
-    // 1 and radius 0.25 uniform in a disc of radius sqrt(N), velocities
+    // 1 and radius 0.25 (--radius) uniform in a disc of radius sqrt(N), velocities
     // uniform in [-0.1, 0.1]^2, G = 1, softening 0.05, unbounded,
     // restitution 0.5, dt 1/60 (one substep: the collisions are few).
     p.bounds.walled = false;
@@ -103,7 +103,7 @@ Status build_scene(const SceneSpec& spec, Scene* out) {
       const double r = radius * std::sqrt(rng.uniform()), phi = 2.0 * std::numbers::pi * rng.uniform();
       b.position = {r * std::cos(phi), r * std::sin(phi)};
       b.velocity = {rng.uniform(-0.1, 0.1), rng.uniform(-0.1, 0.1)};
-      b.radius = 0.25;
+      b.radius = spec.radius;
       b.mass = 1.0;
     }
   } else if (spec.name == "default") {

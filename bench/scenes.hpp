@@ -16,6 +16,7 @@ struct SceneSpec {
   std::string name = "gas";  ///< gas, pile, mixed, lattice, default, nbody
   std::uint32_t bodies = 10000;
   double eta = 0.25;         ///< area fraction (gas, pile, mixed)
+  double radius = 0.25;      ///< body radius (nbody)
   std::uint64_t seed = 1;
 };
 
