@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "carom/client/connection.hpp"
+#include "convert.hpp"
 #include "server.hpp"
 
 namespace carom::bench {
@@ -48,22 +49,13 @@ bool call(client::Connection& c, v1::Command command, v1::CommandResult* r) {
   return true;
 }
 
-bool load_scene(client::Connection& ctl, const Scene& scene) {
+bool load_scene(client::Connection& ctl, const Scene& scene, double tick_hz) {
   v1::CommandResult r;
   v1::Command params;
-  v1::WorldParams& p = *params.mutable_set_params()->mutable_params();
-  p.mutable_bounds()->set_walled(scene.params.bounds.walled);
-  p.mutable_bounds()->mutable_min()->set_x(scene.params.bounds.min.x);
-  p.mutable_bounds()->mutable_min()->set_y(scene.params.bounds.min.y);
-  p.mutable_bounds()->mutable_max()->set_x(scene.params.bounds.max.x);
-  p.mutable_bounds()->mutable_max()->set_y(scene.params.bounds.max.y);
-  p.mutable_gravity()->set_x(scene.params.gravity.x);
-  p.mutable_gravity()->set_y(scene.params.gravity.y);
-  p.set_restitution(scene.params.restitution);
-  p.set_linear_damping(scene.params.linear_damping);
-  p.set_solver(scene.params.solver == Solver::kVerlet ? v1::SOLVER_VERLET : v1::SOLVER_DISCRETE);
-  p.set_substeps(static_cast<std::uint32_t>(scene.params.substeps));
-  p.set_iterations(static_cast<std::uint32_t>(scene.params.iterations));
+  // Every parameter, through the one mapping the server itself answers
+  // get_params with (built by hand, it sent the continuous solver as
+  // discrete and dropped dt, density and mutual gravity).
+  server::params_to_proto(scene.params, tick_hz, params.mutable_set_params()->mutable_params());
   if (!call(ctl, params, &r)) return false;
   // Spawn in chunks that stay under the 1 MiB client frame limit.
   for (std::size_t at = 0; at < scene.bodies.size(); at += 8192) {
@@ -133,7 +125,7 @@ int run_net_bench(const NetBenchOptions& o) {
     std::cerr << "carom-bench: " << ctl.error() << "\n";
     return 2;
   }
-  if (!load_scene(ctl, scene)) return 2;
+  if (!load_scene(ctl, scene, o.tick_hz)) return 2;
   std::this_thread::sleep_for(std::chrono::seconds(1));  // let the pair lists settle
 
   Phase alone, watched;
