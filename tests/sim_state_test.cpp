@@ -298,7 +298,8 @@ TEST(SimState, ApplyImpulse) {
   expect_refused(sim, "apply_impulse { id: 1 impulse { x: nan y: 0 } }", v1::INVALID_ARGUMENT,
                  "apply_impulse.impulse: must be finite");
   expect_refused(sim, "apply_impulse { id: 1 impulse { x: 1e300 y: 0 } }", v1::INVALID_ARGUMENT,
-                 "apply_impulse.impulse");
+                 "apply_impulse.impulse: would make the velocity (5e+299, -1) m/s, beyond +-1e+09 m/s, got "
+                 "(1e+300, 0)");
   expect_refused(sim, "apply_impulse { id: 4 impulse { x: 1 } }", v1::NOT_FOUND,
                  "apply_impulse.id: unknown body id 4");
 }

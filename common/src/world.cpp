@@ -760,8 +760,8 @@ Status World::apply_impulse(BodyId id, Vec2 impulse) {
   if (!detail::finite(impulse)) return detail::invalid("impulse", "must be finite", detail::str(impulse));
   const Vec2 v{s.bodies.vx[i] + impulse.x / s.bodies.m[i], s.bodies.vy[i] + impulse.y / s.bodies.m[i]};
   if (!detail::finite(v) || !detail::within(v, kMaxSpeed))
-    return detail::invalid("impulse", "would make the velocity " + detail::str(v) + ", beyond +-" +
-                                          detail::num(kMaxSpeed) + " m/s;",
+    return detail::invalid("impulse", "would make the velocity " + detail::str(v) + " m/s, beyond +-" +
+                                          detail::num(kMaxSpeed) + " m/s",
                            detail::str(impulse));
   s.bodies.vx[i] = v.x;
   s.bodies.vy[i] = v.y;
