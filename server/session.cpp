@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <cmath>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -254,6 +256,11 @@ void Session::handle_hello(const v1::Hello& hello) {
   if (hello.role() != v1::ROLE_VIEWER && hello.role() != v1::ROLE_CONTROLLER) {
     fail(v1::INVALID_ARGUMENT, "hello.role: must be ROLE_VIEWER or ROLE_CONTROLLER, got " +
                                    std::to_string(static_cast<int>(hello.role())));
+    return;
+  }
+  if (const double rate = hello.wishes().max_rate_hz(); !(std::isfinite(rate) && rate >= 0.0)) {
+    fail(v1::INVALID_ARGUMENT, "hello.wishes.max_rate_hz: must be finite and >= 0 (0: every snapshot), got " +
+                                   fmt::format("{}", rate));
     return;
   }
   if (hello.role() == v1::ROLE_CONTROLLER) {

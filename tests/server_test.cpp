@@ -445,6 +445,17 @@ TEST_F(ServerTest, BadInputIsRefusedAndNothingElseChanges) {
     EXPECT_FALSE(c.connect(address(), hello));
     EXPECT_NE(c.error().find(client::code_name(code)), std::string::npos) << c.error();
   }
+  // A snapshot rate that is no rate: refused with the field named (it was
+  // silently "every snapshot").
+  for (const double rate : {std::numeric_limits<double>::quiet_NaN(), -5.0, std::numeric_limits<double>::infinity()}) {
+    Connection c;
+    v1::Hello hello;
+    hello.set_role(v1::ROLE_VIEWER);
+    hello.mutable_wishes()->set_max_rate_hz(rate);
+    EXPECT_FALSE(c.connect(address(), hello)) << rate;
+    EXPECT_NE(c.error().find("INVALID_ARGUMENT"), std::string::npos) << c.error();
+    EXPECT_NE(c.error().find("hello.wishes.max_rate_hz: must be finite and >= 0"), std::string::npos) << c.error();
+  }
   // A viewer's command is refused but the viewer stays connected.
   {
     v1::Command spawn = spawn_grid(2, 2);
