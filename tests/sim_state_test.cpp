@@ -251,6 +251,9 @@ TEST(SimState, RemoveIdsOrAll) {
   expect_refused(sim, "remove { ids: 1 ids: 2 ids: 99 }", v1::NOT_FOUND, "remove.ids[2]: unknown body id 99");
   expect_refused(sim, "remove { }", v1::INVALID_ARGUMENT, "remove.ids");
   expect_refused(sim, "remove { ids: 1 all: true }", v1::INVALID_ARGUMENT, "remove: give ids or all");
+  // An id twice is refused, as a spawn refuses one, and nothing is removed.
+  expect_refused(sim, "remove { ids: 2 ids: 3 ids: 2 }", v1::INVALID_ARGUMENT,
+                 "remove.ids[2]: each id at most once, got 2 again");
   ok(sim, "remove { ids: 1 ids: 3 }");
   EXPECT_EQ(sim.world().size(), 2u);
   EXPECT_FALSE(sim.world().contains(1));

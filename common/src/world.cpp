@@ -700,6 +700,9 @@ Status World::remove_bodies(std::span<const BodyId> ids) {
       return {StatusCode::kNotFound,
               (ids.size() == 1 ? std::string("id") : "ids[" + std::to_string(k) + "]") + ": no body with id " +
                   std::to_string(ids[k])};
+    // As a spawn refuses an id twice, so does a removal.
+    if (gone[i])
+      return detail::invalid("ids[" + std::to_string(k) + "]", "each id at most once", std::to_string(ids[k]) + " again");
     gone[i] = 1;
   }
   std::vector<BodyId> removed;
@@ -711,7 +714,6 @@ Status World::remove_bodies(std::span<const BodyId> ids) {
   });
   for (std::size_t k = 0; k < ids.size(); ++k) removed.push_back(ids[k]);
   std::sort(removed.begin(), removed.end());
-  removed.erase(std::unique(removed.begin(), removed.end()), removed.end());
   auto mid = s.retired.insert(s.retired.end(), removed.begin(), removed.end());
   std::inplace_merge(s.retired.begin(), mid, s.retired.end());
   s.bodies_edited();

@@ -45,7 +45,8 @@ class World {
   Status add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* ids_out = nullptr);
   /// Removes one body; kNotFound if unknown.
   Status remove_body(BodyId id);
-  /// Removes all the listed bodies or, if any id is unknown, none.
+  /// Removes all the listed bodies or, if any id is unknown
+  /// (kNotFound) or listed twice (kInvalidArgument), none.
   Status remove_bodies(std::span<const BodyId> ids);
   /// Removes every body. Ids are still never reused.
   void clear();
