@@ -97,6 +97,15 @@ bool save_screenshot(SDL_Renderer* renderer, const std::string& path) {
   return true;
 }
 
+// The refresh rate of the window's display, Hz (60 when SDL cannot tell).
+double display_hz(SDL_Window* window) {
+  SDL_DisplayMode mode{};
+  const int display = SDL_GetWindowDisplayIndex(window);
+  if (display >= 0 && SDL_GetCurrentDisplayMode(display, &mode) == 0 && mode.refresh_rate > 0)
+    return static_cast<double>(mode.refresh_rate);
+  return 60.0;
+}
+
 }  // namespace
 
 int run_window(const Options& options) {
@@ -170,7 +179,14 @@ int run_window(const Options& options) {
       Drag drag;
       bool panning = false;
       bool quit = false;
-      const double period = options.fps > 0 ? 1.0 / options.fps : 0.0;
+      // --fps, else the display's refresh: vsync paces a GPU renderer, but
+      // a software one (Xvfb, VNC, no GPU driver) ignores it and drew 1 900
+      // frames a second on a small world, burning a core the server wants.
+      const bool paced = options.vsync && (info.flags & SDL_RENDERER_PRESENTVSYNC) != 0 &&
+                         (info.flags & SDL_RENDERER_SOFTWARE) == 0;
+      const double period = options.fps > 0 ? 1.0 / options.fps
+                            : paced || !options.vsync ? 0.0
+                                                      : 1.0 / display_hz(window);
       double next = seconds_now();
       const double end = options.seconds > 0 ? seconds_now() + options.seconds : 0;
       while (!quit && (end == 0 || seconds_now() < end)) {
