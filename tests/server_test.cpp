@@ -606,6 +606,27 @@ TEST(SnapshotHash, TheSnapshotThreadsHashOfACaptureIsTheWorldsStateHash) {
   server::SimState none(server::SimOptions{});
   capture_snapshot(none, 1, &empty);
   EXPECT_EQ(server::hash_bodies(empty), none.world().state_hash());
+  // The hash covers every bit of every field of every body: one ulp in any
+  // field of the first, middle or last body, or an id off by one, or a
+  // body fewer, changes it (a capture that dropped or mangled a field would
+  // still hash like itself, but not like the world).
+  const std::uint64_t h = server::hash_bodies(capture);
+  for (std::size_t at : {std::size_t{0}, capture.id.size() / 2, capture.id.size() - 1}) {
+    for (std::vector<double>* field : {&capture.x, &capture.y, &capture.vx, &capture.vy, &capture.radius, &capture.mass}) {
+      const double keep = (*field)[at];
+      (*field)[at] = std::nextafter(keep, 1e300);
+      EXPECT_NE(server::hash_bodies(capture), h) << "body " << at;
+      (*field)[at] = keep;
+    }
+    capture.id[at] += 1;
+    EXPECT_NE(server::hash_bodies(capture), h) << "body " << at;
+    capture.id[at] -= 1;
+  }
+  EXPECT_EQ(server::hash_bodies(capture), h);
+  for (std::vector<double>* field : {&capture.x, &capture.y, &capture.vx, &capture.vy, &capture.radius, &capture.mass})
+    field->pop_back();
+  capture.id.pop_back();
+  EXPECT_NE(server::hash_bodies(capture), h);
 }
 
 TEST(TickTimes, TheSnapshotThreadsMirrorOfTheWindowGivesTheSameFigures) {
