@@ -6,13 +6,6 @@
 
 namespace carom::bench {
 
-std::uint64_t Rng::next() {
-  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 double Rng::log_uniform(double lo, double hi) { return lo * std::exp(std::log(hi / lo) * uniform()); }
 
 std::vector<std::string_view> scene_names() { return {"gas", "pile", "mixed", "lattice", "default", "nbody"}; }

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "carom/random.hpp"
 #include "carom/world.hpp"
 
 namespace carom::bench {
@@ -33,21 +34,16 @@ Status build_scene(const SceneSpec& spec, Scene* out);
 /// Names accepted by build_scene.
 std::vector<std::string_view> scene_names();
 
-/// Deterministic uniform double in [0, 1) from a splitmix64 stream, identical on
-/// every platform (unlike std::uniform_real_distribution).
-class Rng {
+/// The scenes' stream: carom's splitmix64 (the same numbers on every platform)
+/// plus a log-uniform draw.
+class Rng : public SplitMix64 {
  public:
-  explicit Rng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next();
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  using SplitMix64::SplitMix64;
+  using SplitMix64::uniform;
+  /// Uniform in [0, 1).
+  double uniform() { return unit(); }
   /// Log-uniform in [lo, hi).
   double log_uniform(double lo, double hi);
-  /// Uniform integer in [0, n) (modulo: a bias of n / 2^64, fine for tests).
-  std::uint64_t below(std::uint64_t n) { return next() % n; }
-
- private:
-  std::uint64_t state_;
 };
 
 }  // namespace carom::bench

@@ -17,6 +17,9 @@
 //   issue 18 world that left its loader's domain) and random sequences like
 //   tests/sim_state_test.cpp's property test.
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/text_format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -27,11 +30,9 @@
 #include <string>
 #include <vector>
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/text_format.h>
-
 #include "carom/proto/framing.hpp"
 #include "carom/proto/text.hpp"
+#include "carom/random.hpp"
 #include "carom/v1/protocol.pb.h"
 #include "fuzz_support.hpp"
 #include "sim_state.hpp"
@@ -74,18 +75,7 @@ Message parse(const std::string& text) {
   return m;
 }
 
-struct Rng {  // splitmix64, as the property test
-  std::uint64_t state;
-  std::uint64_t below(std::uint64_t n) {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (z ^ (z >> 31)) % n;
-  }
-  double uniform(double lo, double hi) {
-    return lo + (hi - lo) * (static_cast<double>(below(std::uint64_t{1} << 53)) * 0x1.0p-53);
-  }
-};
+using Rng = carom::SplitMix64;  // the same stream as the property test
 
 // One command of every kind, with values that succeed on the worlds the
 // sequences build, and some that fail.

@@ -15,10 +15,6 @@
 namespace carom::server {
 namespace {
 
-Status invalid(const std::string& field, const std::string& rule, const std::string& got) {
-  return {StatusCode::kInvalidArgument, field + ": " + rule + ", got " + got};
-}
-
 Status prefixed(const Status& st, const std::string& prefix) {
   return st.ok() ? st : Status{st.code(), prefix + st.message()};
 }
@@ -27,7 +23,7 @@ Status prefixed(const Status& st, const std::string& prefix) {
 // refused here with the World's own wording, the rest are the World's to judge.
 Status to_int(std::uint32_t value, const char* field, int* out) {
   if (value > static_cast<std::uint32_t>(std::numeric_limits<int>::max()))
-    return invalid(field, "must be in [1, 64]", std::to_string(value));
+    return invalid_argument(field, "must be in [1, 64]", std::to_string(value));
   *out = static_cast<int>(value);
   return {};
 }
@@ -73,12 +69,6 @@ std::string saved_solver_message(const std::string& message) {
 }
 
 }  // namespace
-
-std::string format_number(double v) {
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
 
 Vec2 from_proto(const v1::Vec2& v) { return {v.x(), v.y()}; }
 
@@ -138,8 +128,9 @@ Status apply_params(const v1::WorldParams& in, Params* params, double* tick_hz) 
   if (in.has_tick_hz()) {
     hz = in.tick_hz();
     if (!(hz >= kMinTickHz && hz <= kMaxTickHz))
-      return invalid("tick_hz", "must be in [" + format_number(kMinTickHz) + ", " + format_number(kMaxTickHz) + "] Hz",
-                     format_number(hz));
+      return invalid_argument("tick_hz",
+                              "must be in [" + format_number(kMinTickHz) + ", " + format_number(kMaxTickHz) + "] Hz",
+                              format_number(hz));
   }
   *params = p;
   *tick_hz = hz;
@@ -265,7 +256,7 @@ void save_world(const World& world, double tick_hz, v1::SavedWorld* out) {
 
 Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double default_tick_hz, World* out,
                   double* tick_hz) {
-  if (saved.format() != 1) return invalid("format", "must be 1", std::to_string(saved.format()));
+  if (saved.format() != 1) return invalid_argument("format", "must be 1", std::to_string(saved.format()));
   const int n = saved.id_size();
   auto same_length = [&](const char* field, int size) -> Status {
     if (size == n) return {};
@@ -302,7 +293,7 @@ Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double
                                                 std::to_string(world.config().max_bodies) + " (--max-bodies)"};
   std::vector<BodyDesc> descs(static_cast<std::size_t>(n));
   for (int k = 0; k < n; ++k) {
-    if (saved.id(k) == kAutoId) return invalid("id[" + std::to_string(k) + "]", "must be >= 1", "0");
+    if (saved.id(k) == kAutoId) return invalid_argument("id[" + std::to_string(k) + "]", "must be >= 1", "0");
     descs[static_cast<std::size_t>(k)] = {saved.id(k), {saved.x(k), saved.y(k)}, {saved.vx(k), saved.vy(k)},
                                           saved.radius(k), saved.mass(k)};
   }

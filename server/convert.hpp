@@ -10,14 +10,12 @@
 #include <cstddef>
 #include <string>
 
+#include "carom/format.hpp"
 #include "carom/v1/protocol.pb.h"
 #include "carom/v1/world.pb.h"
 #include "carom/world.hpp"
 
 namespace carom::server {
-
-/// Shortest text that reads back as the same double ("0.1", "nan", "1e+300").
-std::string format_number(double v);
 
 /// Metres (or m/s) from a protocol vector; unset reads as (0, 0).
 Vec2 from_proto(const v1::Vec2& v);

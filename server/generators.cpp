@@ -15,34 +15,18 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "carom/random.hpp"
 #include "convert.hpp"
 
 namespace carom::server {
 namespace {
 
-Status invalid(const std::string& field, const std::string& rule, const std::string& got) {
-  return {StatusCode::kInvalidArgument, field + ": " + rule + ", got " + got};
-}
-
-std::string str(Vec2 v) {
-  std::string out = "(";
-  return out.append(format_number(v.x)).append(", ").append(format_number(v.y)).append(")");
-}
-bool finite(Vec2 v) { return std::isfinite(v.x) && std::isfinite(v.y); }
-
-class Rng {
+// The generators' stream: splitmix64 plus the draws they need.
+class Rng : public SplitMix64 {
  public:
-  explicit Rng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, 1), 53 bits.
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  using SplitMix64::SplitMix64;
   /// Uniform in [lo, hi] (hi only by rounding); lo when lo == hi.
-  double uniform(double lo, double hi) { return std::clamp(lo + (hi - lo) * unit(), lo, hi); }
+  double uniform(double lo, double hi) { return std::clamp(SplitMix64::uniform(lo, hi), lo, hi); }
   /// A point of the closed unit disc, uniform (rejection from the square);
   /// with `nonzero`, never the centre.
   Vec2 in_unit_disc(bool nonzero) {
@@ -52,9 +36,6 @@ class Rng {
       if (s <= 1.0 && (!nonzero || s > 0.0)) return {u, v};
     }
   }
-
- private:
-  std::uint64_t state_;
 };
 
 // Circles already there. Cells are square, of side at least the largest
@@ -127,33 +108,32 @@ struct RandomSpec {
 
 Status check_range(const v1::Range& range, const std::string& field, bool positive) {
   if (!(std::isfinite(range.min()) && (positive ? range.min() > 0.0 : range.min() >= 0.0)))
-    return invalid(field + ".min", positive ? "must be finite and > 0" : "must be finite and >= 0",
-                   format_number(range.min()));
-  if (!std::isfinite(range.max())) return invalid(field + ".max", "must be finite", format_number(range.max()));
+    return invalid_argument(field + ".min", positive ? "must be finite and > 0" : "must be finite and >= 0",
+                            format_number(range.min()));
+  if (!std::isfinite(range.max()))
+    return invalid_argument(field + ".max", "must be finite", format_number(range.max()));
   if (!(range.min() <= range.max()))
-    return invalid(field, "min must be <= max",
-                   "min " + format_number(range.min()) + ", max " + format_number(range.max()));
+    return invalid_argument(field, "min must be <= max",
+                            "min " + format_number(range.min()) + ", max " + format_number(range.max()));
   return {};
 }
-
-bool within(Vec2 v, double limit) { return std::abs(v.x) <= limit && std::abs(v.y) <= limit; }
 
 // Also keeps the hash grid's cell numbers finite: cells are at least
 // 2 kMinRadius wide and the region at most 2 kMaxCoordinate.
 Status check_random(const RandomSpec& s) {
-  if (s.count < 1) return invalid(s.name + ".count", "must be >= 1", "0");
+  if (s.count < 1) return invalid_argument(s.name + ".count", "must be >= 1", "0");
   if (Status st = check_range(s.radius, s.name + ".radius", true); !st.ok()) return st;
   if (!(s.radius.min() >= kMinRadius && s.radius.max() <= kMaxRadius))
-    return invalid(s.name + ".radius", "must be within [" + format_number(kMinRadius) + ", " +
-                                           format_number(kMaxRadius) + "]",
-                   "min " + format_number(s.radius.min()) + ", max " + format_number(s.radius.max()));
+    return invalid_argument(s.name + ".radius",
+                            "must be within [" + format_number(kMinRadius) + ", " + format_number(kMaxRadius) + "]",
+                            "min " + format_number(s.radius.min()) + ", max " + format_number(s.radius.max()));
   return check_range(s.speed, s.name + ".speed", false);
 }
 
 Status check_region(const RandomSpec& s, const std::string& what) {
   if (within(s.lo, kMaxCoordinate) && within(s.hi, kMaxCoordinate)) return {};
-  return invalid(s.name, what + " must lie within +-" + format_number(kMaxCoordinate) + " m",
-                 str(s.lo) + " - " + str(s.hi));
+  return invalid_argument(s.name, what + " must lie within +-" + format_number(kMaxCoordinate) + " m",
+                          format_vec(s.lo) + " - " + format_vec(s.hi));
 }
 
 // A walled world's box must hold the whole region.
@@ -161,9 +141,8 @@ Status check_inside(const Params& params, Vec2 lo, Vec2 hi, const std::string& f
   const Bounds& box = params.bounds;
   if (!box.walled) return {};
   if (lo.x >= box.min.x && lo.y >= box.min.y && hi.x <= box.max.x && hi.y <= box.max.y) return {};
-  return {StatusCode::kOutOfRange,
-          field + ": " + what + " " + str(lo) + " - " + str(hi) + " is not inside the box " + str(box.min) + " - " +
-              str(box.max)};
+  return {StatusCode::kOutOfRange, field + ": " + what + " " + format_vec(lo) + " - " + format_vec(hi) +
+                                       " is not inside the box " + format_vec(box.min) + " - " + format_vec(box.max)};
 }
 
 // Places s.count bodies; `sample` draws one centre for a body of radius r,
@@ -222,14 +201,14 @@ Status place(const RandomSpec& s, const World& world, std::span<const BodyDesc> 
 }
 
 Status generate_grid(const v1::GridGenerator& g, const Params& params, std::vector<BodyDesc>* out) {
-  if (g.columns() < 1) return invalid("grid.columns", "must be >= 1", "0");
-  if (g.rows() < 1) return invalid("grid.rows", "must be >= 1", "0");
+  if (g.columns() < 1) return invalid_argument("grid.columns", "must be >= 1", "0");
+  if (g.rows() < 1) return invalid_argument("grid.rows", "must be >= 1", "0");
   const Vec2 origin = from_proto(g.origin());
-  if (!finite(origin)) return invalid("grid.origin", "must be finite", str(origin));
+  if (!finite(origin)) return invalid_argument("grid.origin", "must be finite", format_vec(origin));
   if (!(std::isfinite(g.spacing()) && g.spacing() > 0.0))
-    return invalid("grid.spacing", "must be finite and > 0", format_number(g.spacing()));
+    return invalid_argument("grid.spacing", "must be finite and > 0", format_number(g.spacing()));
   if (!(std::isfinite(g.radius()) && g.radius() > 0.0))
-    return invalid("grid.radius", "must be finite and > 0", format_number(g.radius()));
+    return invalid_argument("grid.radius", "must be finite and > 0", format_number(g.radius()));
   // x = origin + spacing * i grows with i, so the corners bound the grid.
   const double r = g.radius();
   const Vec2 last{origin.x + g.spacing() * static_cast<double>(g.columns() - 1),
@@ -238,9 +217,9 @@ Status generate_grid(const v1::GridGenerator& g, const Params& params, std::vect
     const Bounds& box = params.bounds;
     if (!(origin.x >= box.min.x + r && origin.y >= box.min.y + r && last.x <= box.max.x - r &&
           last.y <= box.max.y - r))
-      return {StatusCode::kOutOfRange, "grid: centres " + str(origin) + " - " + str(last) + " with radius " +
-                                           format_number(r) + " are not all inside the box " + str(box.min) +
-                                           " - " + str(box.max)};
+      return {StatusCode::kOutOfRange, "grid: centres " + format_vec(origin) + " - " + format_vec(last) +
+                                           " with radius " + format_number(r) + " are not all inside the box " +
+                                           format_vec(box.min) + " - " + format_vec(box.max)};
   }
   const Vec2 velocity = from_proto(g.velocity());
   const std::size_t first = out->size();
@@ -264,10 +243,11 @@ Status generate_box(const v1::RandomBoxGenerator& g, const World& world, std::sp
   RandomSpec s{"random_box", from_proto(g.min()), from_proto(g.max()), g.count(), g.radius(), g.speed(), g.seed(),
                g.mass()};
   if (Status st = check_random(s); !st.ok()) return st;
-  if (!finite(s.lo)) return invalid("random_box.min", "must be finite", str(s.lo));
-  if (!finite(s.hi)) return invalid("random_box.max", "must be finite", str(s.hi));
+  if (!finite(s.lo)) return invalid_argument("random_box.min", "must be finite", format_vec(s.lo));
+  if (!finite(s.hi)) return invalid_argument("random_box.max", "must be finite", format_vec(s.hi));
   if (!(s.hi.x > s.lo.x && s.hi.y > s.lo.y))
-    return invalid("random_box", "max must exceed min on both axes", "min " + str(s.lo) + ", max " + str(s.hi));
+    return invalid_argument("random_box", "max must exceed min on both axes",
+                            "min " + format_vec(s.lo) + ", max " + format_vec(s.hi));
   if (Status st = check_region(s, "the region"); !st.ok()) return st;
   if (Status st = check_inside(world.params(), s.lo, s.hi, "random_box", "region"); !st.ok()) return st;
   auto sample = [&](Rng& rng, double r, Vec2* p) {
@@ -286,21 +266,22 @@ Status generate_disc(const v1::RandomDiscGenerator& g, const World& world, std::
   RandomSpec s{"random_disc", {c.x - R, c.y - R}, {c.x + R, c.y + R}, g.count(), g.radius(), g.speed(), g.seed(),
                g.mass()};
   if (Status st = check_random(s); !st.ok()) return st;
-  if (!finite(c)) return invalid("random_disc.center", "must be finite", str(c));
-  if (!(std::isfinite(R) && R > 0.0)) return invalid("random_disc.disc_radius", "must be finite and > 0", format_number(R));
+  if (!finite(c)) return invalid_argument("random_disc.center", "must be finite", format_vec(c));
+  if (!(std::isfinite(R) && R > 0.0))
+    return invalid_argument("random_disc.disc_radius", "must be finite and > 0", format_number(R));
   if (Status st = check_region(s, "the disc"); !st.ok()) return st;
   if (Status st = check_inside(world.params(), s.lo, s.hi, "random_disc", "disc around"); !st.ok()) return st;
   const double inner = g.inner_radius();
   if (!(std::isfinite(inner) && inner >= 0.0 && inner < R))
-    return invalid("random_disc.inner_radius", "must be finite and in [0, disc_radius)", format_number(inner));
+    return invalid_argument("random_disc.inner_radius", "must be finite and in [0, disc_radius)", format_number(inner));
   const Vec2 drift = from_proto(g.velocity());
   if (!finite(drift) || !within(drift, kMaxSpeed))
-    return invalid("random_disc.velocity", "components must be finite and within +-" + format_number(kMaxSpeed),
-                   str(drift));
+    return invalid_argument("random_disc.velocity",
+                            "components must be finite and within +-" + format_number(kMaxSpeed), format_vec(drift));
   const double orbit_mass = g.orbit_mass();
   if (!(std::isfinite(orbit_mass) && orbit_mass >= 0.0 && orbit_mass <= kMaxMass))
-    return invalid("random_disc.orbit_mass", "must be finite and in [0, " + format_number(kMaxMass) + "] kg",
-                   format_number(orbit_mass));
+    return invalid_argument("random_disc.orbit_mass", "must be finite and in [0, " + format_number(kMaxMass) + "] kg",
+                            format_number(orbit_mass));
   auto sample = [&](Rng& rng, double r, Vec2* p) {
     const double reach = R - r;  // the centre stays this close to c
     if (!(reach >= 0.0) || !(reach > inner)) return false;
@@ -331,8 +312,8 @@ Status generate_disc(const v1::RandomDiscGenerator& g, const World& world, std::
       }
     }
     if (!within(d.velocity, kMaxSpeed))
-      return invalid("random_disc", "a body's velocity would exceed +-" + format_number(kMaxSpeed) + " m/s",
-                     str(d.velocity));
+      return invalid_argument("random_disc", "a body's velocity would exceed +-" + format_number(kMaxSpeed) + " m/s",
+                              format_vec(d.velocity));
   }
   return {};
 }

@@ -4,8 +4,10 @@
 // reset, scenarios inline and from files (errors with FILE:LINE), scripts,
 // and the generators.
 
-#include <gtest/gtest.h>
+#include "sim_state.hpp"
+
 #include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
@@ -17,9 +19,9 @@
 #include <vector>
 
 #include "carom/proto/text.hpp"
+#include "carom/random.hpp"
 #include "convert.hpp"
 #include "generators.hpp"
-#include "sim_state.hpp"
 
 namespace carom::server {
 namespace {
@@ -645,17 +647,7 @@ TEST(SimState, ABodyLeavingTheLimitsIsRemovedAndTheWorldStillLoads) {
 // spawns, parameter changes (extreme ones too: huge gravity, dt 1, unbounded
 // worlds), pushes, removals and steps, from a fixed seed.
 TEST(SimState, RandomCommandSequencesAlwaysSaveAndLoadBitIdentically) {
-  struct {  // splitmix64: the same sequence on every platform
-    std::uint64_t state = 2026;
-    std::uint64_t below(std::uint64_t n) {
-      std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      return (z ^ (z >> 31)) % n;
-    }
-    double uniform() { return static_cast<double>(below(std::uint64_t{1} << 53)) * 0x1.0p-53; }
-    double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
-  } rng;
+  SplitMix64 rng(2026);  // the same sequence on every platform
   const char* solvers[] = {"SOLVER_DISCRETE", "SOLVER_VERLET", "SOLVER_CONTINUOUS"};
   auto num = [&](double lo, double hi) { return rng.uniform(lo, hi); };
   int refused = 0, accepted = 0;
@@ -680,13 +672,14 @@ TEST(SimState, RandomCommandSequencesAlwaysSaveAndLoadBitIdentically) {
           std::snprintf(cmd, sizeof cmd,
                         "set_params { params { gravity { x: %.17g y: %.17g } restitution: %.17g solver: %s "
                         "substeps: %u iterations: %u dt: %.17g } }",
-                        num(-10, 10), rng.uniform() < 0.2 ? -1e9 : num(-20, 0), num(-0.2, 1.2), solvers[rng.below(3)],
+                        num(-10, 10), rng.unit() < 0.2 ? -1e9 : num(-20, 0), num(-0.2, 1.2), solvers[rng.below(3)],
                         static_cast<unsigned>(rng.below(10)), static_cast<unsigned>(rng.below(6)),
-                        rng.uniform() < 0.2 ? 1.0 : num(0.001, 0.05));
+                        rng.unit() < 0.2 ? 1.0 : num(0.001, 0.05));
           break;
         case 3:
-          std::snprintf(cmd, sizeof cmd, "set_params { params { bounds { walled: %s min { x: 0 y: 0 } max { x: 100 y: 100 } } } }",
-                        rng.uniform() < 0.5 ? "true" : "false");
+          std::snprintf(cmd, sizeof cmd,
+                        "set_params { params { bounds { walled: %s min { x: 0 y: 0 } max { x: 100 y: 100 } } } }",
+                        rng.unit() < 0.5 ? "true" : "false");
           break;
         case 4:
           std::snprintf(cmd, sizeof cmd, "apply_impulse { id: %u impulse { x: %.17g y: %.17g } }",

@@ -16,6 +16,7 @@
 
 #include "body_store.hpp"
 #include "broad_phase.hpp"
+#include "carom/format.hpp"
 #include "continuous.hpp"
 #include "gravity.hpp"
 #include "parallel.hpp"
@@ -111,24 +112,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string num(double v) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
-
-Status invalid(const std::string& field, const std::string& rule, const std::string& got) {
-  return {StatusCode::kInvalidArgument, field + ": " + rule + ", got " + got};
-}
-
-bool finite(Vec2 v) { return std::isfinite(v.x) && std::isfinite(v.y); }
-bool within(Vec2 v, double limit) { return std::abs(v.x) <= limit && std::abs(v.y) <= limit; }
-std::string str(Vec2 v) {
-  std::string out = "(";
-  out.append(num(v.x)).append(", ").append(num(v.y)).append(")");
-  return out;
-}
-
 // Inside the box exactly as the wall clamp writes it: min + r <= x <= max - r.
 bool inside(const Bounds& box, double x, double y, double r) {
   if (!box.walled) return true;
@@ -136,38 +119,52 @@ bool inside(const Bounds& box, double x, double y, double r) {
 }
 
 Status check_params(const Params& p) {
-  if (!finite(p.gravity)) return invalid("gravity", "must be finite", str(p.gravity));
+  if (!finite(p.gravity)) return invalid_argument("gravity", "must be finite", format_vec(p.gravity));
   if (!(p.restitution >= 0.0 && p.restitution <= 1.0))
-    return invalid("restitution", "must be in [0, 1]", num(p.restitution));
+    return invalid_argument("restitution", "must be in [0, 1]", format_number(p.restitution));
   if (!(p.linear_damping >= 0.0 && std::isfinite(p.linear_damping)))
-    return invalid("linear_damping", "must be finite and >= 0 (1/s)", num(p.linear_damping));
+    return invalid_argument("linear_damping", "must be finite and >= 0 (1/s)", format_number(p.linear_damping));
   if (p.solver != Solver::kDiscrete && p.solver != Solver::kVerlet && p.solver != Solver::kContinuous)
-    return invalid("solver", "must be discrete, verlet or continuous", std::to_string(static_cast<int>(p.solver)));
-  if (p.substeps < 1 || p.substeps > 64) return invalid("substeps", "must be in [1, 64]", std::to_string(p.substeps));
+    return invalid_argument("solver", "must be discrete, verlet or continuous",
+                            std::to_string(static_cast<int>(p.solver)));
+  if (p.substeps < 1 || p.substeps > 64)
+    return invalid_argument("substeps", "must be in [1, 64]", std::to_string(p.substeps));
   if (p.iterations < 1 || p.iterations > 64)
-    return invalid("iterations", "must be in [1, 64]", std::to_string(p.iterations));
-  if (!(p.dt > 0.0 && p.dt <= 1.0)) return invalid("dt", "must be in (0, 1] seconds", num(p.dt));
-  if (p.dt < kMinDt) return invalid("dt", "must be >= " + num(kMinDt) + " seconds", num(p.dt));
-  if (!within(p.gravity, kMaxSpeed)) return invalid("gravity", "components must be within +-" + num(kMaxSpeed), str(p.gravity));
+    return invalid_argument("iterations", "must be in [1, 64]", std::to_string(p.iterations));
+  if (!(p.dt > 0.0 && p.dt <= 1.0)) return invalid_argument("dt", "must be in (0, 1] seconds", format_number(p.dt));
+  if (p.dt < kMinDt)
+    return invalid_argument("dt", "must be >= " + format_number(kMinDt) + " seconds", format_number(p.dt));
+  if (!within(p.gravity, kMaxSpeed))
+    return invalid_argument("gravity", "components must be within +-" + format_number(kMaxSpeed),
+                            format_vec(p.gravity));
   const MutualGravity& mg = p.mutual;
-  if (!(mg.g > 0.0 && mg.g <= kMaxG)) return invalid("mutual.g", "must be in (0, " + num(kMaxG) + "]", num(mg.g));
+  if (!(mg.g > 0.0 && mg.g <= kMaxG))
+    return invalid_argument("mutual.g", "must be in (0, " + format_number(kMaxG) + "]", format_number(mg.g));
   if (!(mg.softening >= 0.0 && mg.softening <= kMaxCoordinate))
-    return invalid("mutual.softening", "must be in [0, " + num(kMaxCoordinate) + "] (m)", num(mg.softening));
+    return invalid_argument("mutual.softening", "must be in [0, " + format_number(kMaxCoordinate) + "] (m)",
+                            format_number(mg.softening));
   if (!(mg.theta > 0.0 && mg.theta <= kMaxTheta))
-    return invalid("mutual.theta", "must be in (0, " + num(kMaxTheta) + "]", num(mg.theta));
+    return invalid_argument("mutual.theta", "must be in (0, " + format_number(kMaxTheta) + "]",
+                            format_number(mg.theta));
   if (mg.method != GravityMethod::kAuto && mg.method != GravityMethod::kDirect && mg.method != GravityMethod::kTree)
-    return invalid("mutual.method", "must be auto, direct or tree", std::to_string(static_cast<int>(mg.method)));
-  if (!(p.density > 0.0 && std::isfinite(p.density))) return invalid("density", "must be finite and > 0", num(p.density));
-  if (p.density > kMaxMass) return invalid("density", "must be <= " + num(kMaxMass), num(p.density));
+    return invalid_argument("mutual.method", "must be auto, direct or tree",
+                            std::to_string(static_cast<int>(mg.method)));
+  if (!(p.density > 0.0 && std::isfinite(p.density)))
+    return invalid_argument("density", "must be finite and > 0", format_number(p.density));
+  if (p.density > kMaxMass)
+    return invalid_argument("density", "must be <= " + format_number(kMaxMass), format_number(p.density));
   if (p.bounds.walled) {
-    if (!finite(p.bounds.min)) return invalid("bounds.min", "must be finite", str(p.bounds.min));
-    if (!finite(p.bounds.max)) return invalid("bounds.max", "must be finite", str(p.bounds.max));
+    if (!finite(p.bounds.min)) return invalid_argument("bounds.min", "must be finite", format_vec(p.bounds.min));
+    if (!finite(p.bounds.max)) return invalid_argument("bounds.max", "must be finite", format_vec(p.bounds.max));
     if (!within(p.bounds.min, kMaxCoordinate))
-      return invalid("bounds.min", "components must be within +-" + num(kMaxCoordinate), str(p.bounds.min));
+      return invalid_argument("bounds.min", "components must be within +-" + format_number(kMaxCoordinate),
+                              format_vec(p.bounds.min));
     if (!within(p.bounds.max, kMaxCoordinate))
-      return invalid("bounds.max", "components must be within +-" + num(kMaxCoordinate), str(p.bounds.max));
+      return invalid_argument("bounds.max", "components must be within +-" + format_number(kMaxCoordinate),
+                              format_vec(p.bounds.max));
     if (!(p.bounds.max.x > p.bounds.min.x && p.bounds.max.y > p.bounds.min.y))
-      return invalid("bounds", "max must exceed min on both axes", "min " + str(p.bounds.min) + " max " + str(p.bounds.max));
+      return invalid_argument("bounds", "max must exceed min on both axes",
+                              "min " + format_vec(p.bounds.min) + " max " + format_vec(p.bounds.max));
   }
   return {};
 }
@@ -278,26 +275,33 @@ struct WorldState {
   }
 
   Status check_body(const BodyDesc& d, const std::string& at) const {
-    if (!finite(d.position)) return invalid(at + "position", "must be finite", str(d.position));
-    if (!finite(d.velocity)) return invalid(at + "velocity", "must be finite", str(d.velocity));
-    if (!(std::isfinite(d.radius) && d.radius > 0.0)) return invalid(at + "radius", "must be finite and > 0", num(d.radius));
+    if (!finite(d.position)) return invalid_argument(at + "position", "must be finite", format_vec(d.position));
+    if (!finite(d.velocity)) return invalid_argument(at + "velocity", "must be finite", format_vec(d.velocity));
+    if (!(std::isfinite(d.radius) && d.radius > 0.0))
+      return invalid_argument(at + "radius", "must be finite and > 0", format_number(d.radius));
     if (!(std::isfinite(d.mass) && d.mass >= 0.0))
-      return invalid(at + "mass", "must be finite and > 0 (or 0 for density x area)", num(d.mass));
+      return invalid_argument(at + "mass", "must be finite and > 0 (or 0 for density x area)", format_number(d.mass));
     if (!within(d.position, kMaxCoordinate))
-      return invalid(at + "position", "components must be within +-" + num(kMaxCoordinate), str(d.position));
+      return invalid_argument(at + "position", "components must be within +-" + format_number(kMaxCoordinate),
+                              format_vec(d.position));
     if (!within(d.velocity, kMaxSpeed))
-      return invalid(at + "velocity", "components must be within +-" + num(kMaxSpeed), str(d.velocity));
+      return invalid_argument(at + "velocity", "components must be within +-" + format_number(kMaxSpeed),
+                              format_vec(d.velocity));
     if (d.radius < kMinRadius || d.radius > kMaxRadius)
-      return invalid(at + "radius", "must be in [" + num(kMinRadius) + ", " + num(kMaxRadius) + "]", num(d.radius));
+      return invalid_argument(at + "radius",
+                              "must be in [" + format_number(kMinRadius) + ", " + format_number(kMaxRadius) + "]",
+                              format_number(d.radius));
     if (const double m = mass_of(d); !(m >= kMinMass && m <= kMaxMass))
-      return invalid(at + "mass", std::string(d.mass == 0.0 ? "density x area " : "") + "must be in [" + num(kMinMass) +
-                                      ", " + num(kMaxMass) + "] kg",
-                     num(m));
+      return invalid_argument(at + "mass",
+                              std::string(d.mass == 0.0 ? "density x area " : "") + "must be in [" +
+                                  format_number(kMinMass) + ", " + format_number(kMaxMass) + "] kg",
+                              format_number(m));
     if (!inside(params.bounds, d.position.x, d.position.y, d.radius))
-      return {StatusCode::kOutOfRange, at + "position: body of radius " + num(d.radius) + " at " + str(d.position) +
-                                           " is not inside the box " + str(params.bounds.min) + " - " +
-                                           str(params.bounds.max)};
-    if (d.id != kAutoId && d.id > kMaxBodyId) return invalid(at + "id", "must be <= " + std::to_string(kMaxBodyId), std::to_string(d.id));
+      return {StatusCode::kOutOfRange, at + "position: body of radius " + format_number(d.radius) + " at " +
+                                           format_vec(d.position) + " is not inside the box " +
+                                           format_vec(params.bounds.min) + " - " + format_vec(params.bounds.max)};
+    if (d.id != kAutoId && d.id > kMaxBodyId)
+      return invalid_argument(at + "id", "must be <= " + std::to_string(kMaxBodyId), std::to_string(d.id));
     if (d.id != kAutoId && id_used(d.id))
       return {StatusCode::kAlreadyExists, at + "id: " + std::to_string(d.id) + " is in use or was used before"};
     return {};
@@ -602,9 +606,9 @@ Status World::set_params(const Params& p) {
     for (std::size_t i = 0; i < b.size(); ++i) {
       if (!detail::inside(p.bounds, b.x[i], b.y[i], b.r[i]))
         return {StatusCode::kOutOfRange, "bounds: body " + std::to_string(b.id[i]) + " at " +
-                                             detail::str({b.x[i], b.y[i]}) + " with radius " + detail::num(b.r[i]) +
-                                             " would be outside " + detail::str(p.bounds.min) + " - " +
-                                             detail::str(p.bounds.max)};
+                                             format_vec({b.x[i], b.y[i]}) + " with radius " + format_number(b.r[i]) +
+                                             " would be outside " + format_vec(p.bounds.min) + " - " +
+                                             format_vec(p.bounds.max)};
     }
   }
   if (p.bounds.walled != s_->params.bounds.walled || p.bounds.min != s_->params.bounds.min ||
@@ -702,7 +706,8 @@ Status World::remove_bodies(std::span<const BodyId> ids) {
                   std::to_string(ids[k])};
     // As a spawn refuses an id twice, so does a removal.
     if (gone[i])
-      return detail::invalid("ids[" + std::to_string(k) + "]", "each id at most once", std::to_string(ids[k]) + " again");
+      return invalid_argument("ids[" + std::to_string(k) + "]", "each id at most once",
+                              std::to_string(ids[k]) + " again");
     gone[i] = 1;
   }
   std::vector<BodyId> removed;
@@ -730,12 +735,13 @@ Status World::set_position(BodyId id, Vec2 pos) {
   auto& s = *s_;
   const std::size_t i = s.bodies.find(id);
   if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
-  if (!detail::finite(pos)) return detail::invalid("position", "must be finite", detail::str(pos));
-  if (!detail::within(pos, kMaxCoordinate))
-    return detail::invalid("position", "components must be within +-" + detail::num(kMaxCoordinate), detail::str(pos));
+  if (!finite(pos)) return invalid_argument("position", "must be finite", format_vec(pos));
+  if (!within(pos, kMaxCoordinate))
+    return invalid_argument("position", "components must be within +-" + format_number(kMaxCoordinate),
+                            format_vec(pos));
   if (!detail::inside(s.params.bounds, pos.x, pos.y, s.bodies.r[i]))
-    return {StatusCode::kOutOfRange, "position: " + detail::str(pos) + " puts body " + std::to_string(id) +
-                                         " outside the box"};
+    return {StatusCode::kOutOfRange,
+            "position: " + format_vec(pos) + " puts body " + std::to_string(id) + " outside the box"};
   s.bodies.x[i] = pos.x;
   s.bodies.y[i] = pos.y;
   s.positions_edited();
@@ -746,9 +752,9 @@ Status World::set_velocity(BodyId id, Vec2 vel) {
   auto& s = *s_;
   const std::size_t i = s.bodies.find(id);
   if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
-  if (!detail::finite(vel)) return detail::invalid("velocity", "must be finite", detail::str(vel));
-  if (!detail::within(vel, kMaxSpeed))
-    return detail::invalid("velocity", "components must be within +-" + detail::num(kMaxSpeed), detail::str(vel));
+  if (!finite(vel)) return invalid_argument("velocity", "must be finite", format_vec(vel));
+  if (!within(vel, kMaxSpeed))
+    return invalid_argument("velocity", "components must be within +-" + format_number(kMaxSpeed), format_vec(vel));
   s.bodies.vx[i] = vel.x;
   s.bodies.vy[i] = vel.y;
   s.velocities_edited();
@@ -759,12 +765,12 @@ Status World::apply_impulse(BodyId id, Vec2 impulse) {
   auto& s = *s_;
   const std::size_t i = s.bodies.find(id);
   if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
-  if (!detail::finite(impulse)) return detail::invalid("impulse", "must be finite", detail::str(impulse));
+  if (!finite(impulse)) return invalid_argument("impulse", "must be finite", format_vec(impulse));
   const Vec2 v{s.bodies.vx[i] + impulse.x / s.bodies.m[i], s.bodies.vy[i] + impulse.y / s.bodies.m[i]};
-  if (!detail::finite(v) || !detail::within(v, kMaxSpeed))
-    return detail::invalid("impulse", "would make the velocity " + detail::str(v) + " m/s, beyond +-" +
-                                          detail::num(kMaxSpeed) + " m/s",
-                           detail::str(impulse));
+  if (!finite(v) || !within(v, kMaxSpeed))
+    return invalid_argument(
+        "impulse", "would make the velocity " + format_vec(v) + " m/s, beyond +-" + format_number(kMaxSpeed) + " m/s",
+        format_vec(impulse));
   s.bodies.vx[i] = v.x;
   s.bodies.vy[i] = v.y;
   s.velocities_edited();
@@ -786,14 +792,14 @@ std::span<const BodyId> World::retired_ids() const { return s_->retired; }
 
 Status World::reserve_ids(BodyId next_id, std::span<const BodyId> retired) {
   auto& s = *s_;
-  if (next_id == kAutoId) return detail::invalid("next_id", "must be >= 1", "0");
+  if (next_id == kAutoId) return invalid_argument("next_id", "must be >= 1", "0");
   for (std::size_t k = 0; k < retired.size(); ++k) {
     const BodyId id = retired[k];
     const std::string at = "retired[" + std::to_string(k) + "]";
     if (id == kAutoId || id > kMaxBodyId)
-      return detail::invalid(at, "must be in [1, " + std::to_string(kMaxBodyId) + "]", std::to_string(id));
+      return invalid_argument(at, "must be in [1, " + std::to_string(kMaxBodyId) + "]", std::to_string(id));
     if (s.bodies.find(id) != detail::kNotFound)
-      return detail::invalid(at, "must not be a live body", std::to_string(id));
+      return invalid_argument(at, "must not be a live body", std::to_string(id));
   }
   std::vector<BodyId> merged(s.retired);
   merged.insert(merged.end(), retired.begin(), retired.end());
@@ -839,7 +845,7 @@ Status World::restore_solver_state(const SolverState& state) {
   auto& s = *s_;
   const auto& b = s.bodies;
   if (!(std::isfinite(state.time) && state.time >= 0.0))
-    return detail::invalid("solver.time", "must be finite and >= 0 (s)", detail::num(state.time));
+    return invalid_argument("solver.time", "must be finite and >= 0 (s)", format_number(state.time));
   auto unknown = [](const std::string& at, BodyId id) {
     return Status{StatusCode::kNotFound, at + ": no body with id " + std::to_string(id)};
   };
@@ -851,35 +857,36 @@ Status World::restore_solver_state(const SolverState& state) {
     if (b.find(w.a) == detail::kNotFound) return unknown(at + ".a", w.a);
     if (b.find(w.b) == detail::kNotFound) return unknown(at + ".b", w.b);
     if (!(w.a < w.b))
-      return detail::invalid(at, "a must be the lower id", "a " + std::to_string(w.a) + ", b " + std::to_string(w.b));
+      return invalid_argument(at, "a must be the lower id", "a " + std::to_string(w.a) + ", b " + std::to_string(w.b));
     if (!(std::isfinite(w.value) && w.value >= 0.0 && w.value <= 2.0 * kMaxSpeed))
-      return detail::invalid(at + ".value", "must be finite and in [0, " + detail::num(2.0 * kMaxSpeed) + "] (m/s)",
-                             detail::num(w.value));
+      return invalid_argument(at + ".value", "must be finite and in [0, " + format_number(2.0 * kMaxSpeed) + "] (m/s)",
+                              format_number(w.value));
     warm.emplace_back(std::uint64_t{w.a} << 32 | w.b, w.value);
   }
   std::sort(warm.begin(), warm.end());
   for (std::size_t k = 1; k < warm.size(); ++k)
     if (warm[k].first == warm[k - 1].first)
-      return detail::invalid("solver.warm", "each pair at most once",
-                             "(" + std::to_string(warm[k].first >> 32) + ", " +
-                                 std::to_string(warm[k].first & 0xFFFFFFFFu) + ") twice");
+      return invalid_argument(
+          "solver.warm", "each pair at most once",
+          "(" + std::to_string(warm[k].first >> 32) + ", " + std::to_string(warm[k].first & 0xFFFFFFFFu) + ") twice");
   const bool anchored = !state.anchor_x.empty() || !state.anchor_y.empty();
   if (anchored) {
     if (state.anchor_x.size() != b.size() || state.anchor_y.size() != b.size())
-      return detail::invalid("solver.anchor_x, anchor_y", "must hold one value per body (" + std::to_string(b.size()) + ")",
-                             std::to_string(state.anchor_x.size()) + " and " + std::to_string(state.anchor_y.size()));
+      return invalid_argument("solver.anchor_x, anchor_y",
+                              "must hold one value per body (" + std::to_string(b.size()) + ")",
+                              std::to_string(state.anchor_x.size()) + " and " + std::to_string(state.anchor_y.size()));
     for (std::size_t k = 0; k < b.size(); ++k) {
       for (const auto* v : {&state.anchor_x, &state.anchor_y}) {
         const double a = (*v)[k];
         if (!(std::isfinite(a) && std::abs(a) <= kMaxCoordinate))
-          return detail::invalid(std::string(v == &state.anchor_x ? "solver.anchor_x[" : "solver.anchor_y[") +
-                                     std::to_string(k) + "]",
-                                 "must be finite and within +-" + detail::num(kMaxCoordinate), detail::num(a));
+          return invalid_argument(
+              std::string(v == &state.anchor_x ? "solver.anchor_x[" : "solver.anchor_y[") + std::to_string(k) + "]",
+              "must be finite and within +-" + format_number(kMaxCoordinate), format_number(a));
       }
     }
     if (!(std::isfinite(state.skin) && state.skin > 0.0 && state.skin <= 4.0 * kMaxRadius))
-      return detail::invalid("solver.skin", "must be finite and in (0, " + detail::num(4.0 * kMaxRadius) + "] (m)",
-                             detail::num(state.skin));
+      return invalid_argument("solver.skin", "must be finite and in (0, " + format_number(4.0 * kMaxRadius) + "] (m)",
+                              format_number(state.skin));
   }
   // One entry per (body, wall): storage index << 2 | wall, with its value.
   std::vector<std::pair<std::uint32_t, double>> entries;
@@ -889,18 +896,18 @@ Status World::restore_solver_state(const SolverState& state) {
     const std::string at = "solver.walls[" + std::to_string(k) + "]";
     const std::size_t i = b.find(w.id);
     if (i == detail::kNotFound) return unknown(at + ".id", w.id);
-    if (w.bits < 1 || w.bits > 15) return detail::invalid(at + ".bits", "must be in [1, 15]", std::to_string(w.bits));
+    if (w.bits < 1 || w.bits > 15) return invalid_argument(at + ".bits", "must be in [1, 15]", std::to_string(w.bits));
     if (!(std::isfinite(w.value) && w.value >= 0.0 && w.value <= 2.0 * kMaxSpeed))
-      return detail::invalid(at + ".value", "must be finite and in [0, " + detail::num(2.0 * kMaxSpeed) + "] (m/s)",
-                             detail::num(w.value));
+      return invalid_argument(at + ".value", "must be finite and in [0, " + format_number(2.0 * kMaxSpeed) + "] (m/s)",
+                              format_number(w.value));
     for (std::uint32_t wall = 0; wall < 4; ++wall)
       if (w.bits & (1u << wall)) entries.emplace_back(static_cast<std::uint32_t>(i) << 2 | wall, w.value);
   }
   std::sort(entries.begin(), entries.end());
   for (std::size_t k = 1; k < entries.size(); ++k)
     if (entries[k].first == entries[k - 1].first)
-      return detail::invalid("solver.walls", "each body and wall at most once",
-                             std::to_string(b.id[entries[k].first >> 2]) + " twice");
+      return invalid_argument("solver.walls", "each body and wall at most once",
+                              std::to_string(b.id[entries[k].first >> 2]) + " twice");
 
   s.stats.step = state.step;
   s.stats.time = state.time;
