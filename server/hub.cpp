@@ -64,7 +64,7 @@ void Hub::broadcast(const SnapshotFrames& frames) {
   }
   for (auto& [session, variant] : targets) {
     const auto& frame = frames.frames[static_cast<std::size_t>(variant)];
-    if (frame) session->deliver_stream(frame, true, (variant & 8) != 0 ? frames.table : nullptr);
+    if (frame) session->deliver_stream(frame, true, (variant & kVariantBodyTables) != 0 ? frames.table : nullptr);
   }
 }
 

@@ -10,7 +10,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "carom/params.hpp"
 #include "server.hpp"
+#include "sim_state.hpp"
 
 int main(int argc, char** argv) {
   carom::server::ServerOptions o;
@@ -20,16 +22,20 @@ int main(int argc, char** argv) {
   app.add_option("--bind", o.bind, "Address to listen on (non-loopback needs --token or --insecure)");
   app.add_option("--port", o.port, "TCP port (0 = any free port; see --port-file)");
   app.add_option("--port-file", port_file, "Write the bound port to this file once listening");
-  app.add_option("--tick-hz", o.tick_hz, "Simulation ticks per second")->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--tick-hz", o.tick_hz, "Simulation ticks per second")
+      ->check(CLI::Range(carom::server::kMinTickHz, carom::server::kMaxTickHz));
   app.add_option("--threads", o.threads, "Simulation threads (0 = all cores)")->check(CLI::Range(0, 1024));
   app.add_option("--io-threads", o.io_threads, "Network threads")->check(CLI::Range(1, 64));
   app.add_option("--scenario", o.scenario, "Scenario (.txtpb) to load at start");
   app.add_option("--scenario-dir", o.scenario_dir, "Directory searched by LoadScenario{name}");
-  app.add_option("--token", o.token, "Token controllers must present (default: $CAROM_TOKEN)");
+  app.add_option("--token", o.token, "Token controllers must present")->envname("CAROM_TOKEN");
   app.add_flag("--insecure", o.insecure, "Allow a non-loopback --bind without a token");
-  app.add_option("--max-bodies", o.max_bodies, "Most bodies the world may hold")->check(CLI::Range(1u, 1u << 28));
+  app.add_option("--max-bodies", o.max_bodies, "Most bodies the world may hold")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, carom::kMaxBodies));
   app.add_option("--max-clients", o.max_clients, "Most simultaneous connections")->check(CLI::Range(1u, 100000u));
-  app.add_option("--snapshot-hz", o.snapshot_hz, "Snapshots per second (0 = every tick)")->check(CLI::Range(0.0, 1000.0));
+  app.add_option("--snapshot-hz", o.snapshot_hz, "Snapshots per second (0 = every tick)")
+      ->check(CLI::Range(0.0, carom::server::kMaxTickHz));
   app.add_option("--max-frame-bytes", o.max_frame, "Largest client-to-server frame")
       ->check(CLI::Range(std::size_t{64}, std::size_t{1} << 30));
   app.add_option("--handshake-timeout", o.handshake_timeout_s, "Seconds a client has to send Hello")
@@ -51,9 +57,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   o.state_on_error_empty = state_on_error == "empty";
-  if (o.token.empty()) {
-    if (const char* env = std::getenv("CAROM_TOKEN")) o.token = env;
-  }
   if (o.scenario_dir.empty() && !o.scenario.empty()) {
     o.scenario_dir = std::filesystem::path(o.scenario).parent_path().string();
   }

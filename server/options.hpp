@@ -9,6 +9,9 @@
 
 namespace carom::server {
 
+/// --max-bodies when not given (the library's own cap is kMaxBodies, 2^28).
+inline constexpr std::uint32_t kDefaultMaxBodies = 1u << 22;
+
 struct ServerOptions {
   std::string bind = "127.0.0.1";      ///< address to listen on
   std::uint16_t port = 7878;           ///< 0 = any free port (see Server::port)

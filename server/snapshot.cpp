@@ -27,8 +27,8 @@ static_assert(std::endian::native == std::endian::little,
 
 int snapshot_variant(const v1::SnapshotWishes& wishes) {
   const bool omit = wishes.omit_bodies();
-  return (wishes.velocities() ? 1 : 0) | (wishes.events() ? 2 : 0) | (omit ? 4 : 0) |
-         (wishes.body_tables() && !omit ? 8 : 0);
+  return (wishes.velocities() ? kVariantVelocities : 0) | (wishes.events() ? kVariantEvents : 0) |
+         (omit ? kVariantOmitBodies : 0) | (wishes.body_tables() && !omit ? kVariantBodyTables : 0);
 }
 
 void SnapshotCapture::absorb(SnapshotCapture& older, std::size_t max_events) {
@@ -150,14 +150,14 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
   const std::uint64_t state_hash = hash_bodies(c);
   bool tables = false;
   for (int variant = 0; variant < kSnapshotVariants; ++variant) {
-    tables = tables || ((c.needed & (1u << variant)) != 0 && (variant & 8) != 0);
+    tables = tables || ((c.needed & (1u << variant)) != 0 && (variant & kVariantBodyTables) != 0);
   }
   if (tables) out->table = table_for(c);
   const std::size_t id_payload = ids_payload(c.id);
   for (int variant = 0; variant < kSnapshotVariants; ++variant) {
     if ((c.needed & (1u << variant)) == 0) continue;
-    const bool velocities = (variant & 1) != 0, events = (variant & 2) != 0, omit = (variant & 4) != 0,
-               in_table = (variant & 8) != 0;
+    const bool velocities = (variant & kVariantVelocities) != 0, events = (variant & kVariantEvents) != 0,
+               omit = (variant & kVariantOmitBodies) != 0, in_table = (variant & kVariantBodyTables) != 0;
     v1::Snapshot s;
     s.set_tick(c.tick);
     s.set_time(c.time);

@@ -22,13 +22,19 @@ namespace carom::server {
 
 class Session;
 
-/// Variant index of a set of wishes:
-/// velocities | events << 1 | omit_bodies << 2 | body_tables << 3
+/// Variant index of a set of wishes: the sum of its bits
 /// (body_tables is dropped when omit_bodies is set: there is nothing to index).
+inline constexpr int kVariantVelocities = 1, kVariantEvents = 2, kVariantOmitBodies = 4, kVariantBodyTables = 8;
 inline constexpr int kSnapshotVariants = 16;
 int snapshot_variant(const v1::SnapshotWishes& wishes);
 /// Bit mask (over variant indices) of the variants that carry events.
-inline constexpr unsigned kEventVariants = 0xccccu;
+inline constexpr unsigned kEventVariants = [] {
+  unsigned mask = 0;
+  for (int v = 0; v < kSnapshotVariants; ++v)
+    if ((v & kVariantEvents) != 0) mask |= 1u << v;
+  return mask;
+}();
+static_assert(kEventVariants == 0xccccu);
 
 /// A collision event and the tick it happened in (events accumulate between
 /// snapshots when --snapshot-hz is below the tick rate).
