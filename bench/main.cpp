@@ -31,6 +31,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 std::atomic<bool> g_stop{false};
 
+std::vector<std::string> solver_names() {
+  std::vector<std::string> out;
+  for (const carom::Solver s : carom::kSolvers) out.emplace_back(carom::to_string(s));
+  return out;
+}
+
 // Peak resident set size: VmHWM, which clear_refs resets (ru_maxrss does not).
 std::uint64_t peak_rss_bytes() {
   if (FILE* f = std::fopen("/proc/self/status", "r")) {
@@ -160,7 +166,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--solver", solver_name, "discrete | verlet | continuous (default: the scene's)")
-      ->check(CLI::IsMember({"discrete", "verlet", "continuous"}));
+      ->check(CLI::IsMember(solver_names()));
   bool baseline = false;
   app.add_flag("--baseline", baseline,
                "continuous solver: the textbook reference that predicts every body against all N bodies");

@@ -18,6 +18,8 @@
 #include <gtest/gtest.h>
 
 #include "carom/client/connection.hpp"
+#include "carom/client/names.hpp"
+#include "convert.hpp"
 #include "server.hpp"
 #include "sim_state.hpp"
 #include "snapshot.hpp"
@@ -575,6 +577,36 @@ TEST_F(ServerTest, EventWishesGetCollisionsAndAViewerJoiningWhilePausedSeesTheWo
   ASSERT_TRUE(next_snapshot(late, &s, 2.0));
   EXPECT_TRUE(s.paused());
   EXPECT_EQ(s.id_size(), 2);
+}
+
+// One name per solver everywhere: the library's (carom-bench, scenarios'
+// logs), the wire's through the server's mapping, and carom-ctl's (read from
+// the .proto) agree, and every solver has one.
+TEST(Names, SolverNamesAgreeBetweenTheLibraryTheWireAndTheClients) {
+  EXPECT_EQ(client::solver_names().size(), carom::kSolvers.size());
+  for (const carom::Solver s : carom::kSolvers) {
+    carom::Params p;
+    p.solver = s;
+    v1::WorldParams wire;
+    server::params_to_proto(p, 60.0, &wire);
+    EXPECT_EQ(client::solver_name(wire.solver()), carom::to_string(s));
+    v1::Solver parsed{};
+    ASSERT_TRUE(client::parse_solver(carom::to_string(s), &parsed)) << carom::to_string(s);
+    EXPECT_EQ(parsed, wire.solver());
+  }
+  v1::Solver unused{};
+  EXPECT_FALSE(client::parse_solver("unspecified", &unused));
+  EXPECT_FALSE(client::parse_solver("Discrete", &unused));
+  EXPECT_EQ(client::solver_name(static_cast<v1::Solver>(42)), "unspecified");
+  for (const carom::GravityMethod m : {carom::GravityMethod::kAuto, carom::GravityMethod::kDirect,
+                                       carom::GravityMethod::kTree}) {
+    carom::Params p;
+    p.mutual.method = m;
+    v1::WorldParams wire;
+    server::params_to_proto(p, 60.0, &wire);
+    EXPECT_EQ(client::gravity_method_name(wire.mutual().method()), carom::to_string(m));
+  }
+  EXPECT_EQ(client::gravity_method_names(), (std::vector<std::string>{"auto", "direct", "tree"}));
 }
 
 TEST(SnapshotHash, TheSnapshotThreadsHashOfACaptureIsTheWorldsStateHash) {

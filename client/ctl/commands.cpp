@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "carom/client/connection.hpp"
+#include "carom/client/names.hpp"
 #include "carom/proto/framing.hpp"
 #include "carom/proto/text.hpp"
 #include "output.hpp"
@@ -31,6 +32,12 @@ namespace carom::ctl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out.append(out.empty() ? "" : ", ").append(n);
+  return out;
+}
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
@@ -286,11 +293,12 @@ v1::Command make_set_params(const ParamsOptions& o) {
   if (!o.gravity.empty()) *p->mutable_gravity() = parse_vec2(o.gravity, "--gravity");
   if (!o.restitution.empty()) p->set_restitution(parse_double(o.restitution, "--restitution"));
   if (!o.damping.empty()) p->set_linear_damping(parse_double(o.damping, "--damping"));
-  if (o.solver == "discrete") p->set_solver(v1::SOLVER_DISCRETE);
-  if (o.solver == "verlet") p->set_solver(v1::SOLVER_VERLET);
-  if (o.solver == "continuous") p->set_solver(v1::SOLVER_CONTINUOUS);
-  if (!o.solver.empty() && !p->has_solver())
-    throw UsageError("--solver '" + o.solver + "': expected discrete, verlet or continuous");
+  if (!o.solver.empty()) {
+    v1::Solver solver{};
+    if (!client::parse_solver(o.solver, &solver))
+      throw UsageError("--solver '" + o.solver + "': expected one of " + join(client::solver_names()));
+    p->set_solver(solver);
+  }
   if (!o.substeps.empty()) p->set_substeps(parse_uint32(o.substeps, "--substeps"));
   if (!o.iterations.empty()) p->set_iterations(parse_uint32(o.iterations, "--iterations"));
   if (!o.dt.empty()) p->set_dt(parse_double(o.dt, "--dt"));
@@ -326,11 +334,13 @@ v1::Command make_set_params(const ParamsOptions& o) {
   if (!o.big_g.empty()) p->mutable_mutual()->set_g(parse_double(o.big_g, "--G"));
   if (!o.softening.empty()) p->mutable_mutual()->set_softening(parse_double(o.softening, "--softening"));
   if (!o.theta.empty()) p->mutable_mutual()->set_theta(parse_double(o.theta, "--theta"));
-  if (o.gravity_method == "auto") p->mutable_mutual()->set_method(v1::GRAVITY_AUTO);
-  if (o.gravity_method == "direct") p->mutable_mutual()->set_method(v1::GRAVITY_DIRECT);
-  if (o.gravity_method == "tree") p->mutable_mutual()->set_method(v1::GRAVITY_TREE);
-  if (!o.gravity_method.empty() && !p->mutable_mutual()->has_method())
-    throw UsageError("--gravity-method '" + o.gravity_method + "': expected auto, direct or tree");
+  if (!o.gravity_method.empty()) {
+    v1::GravityMethod method{};
+    if (!client::parse_gravity_method(o.gravity_method, &method))
+      throw UsageError("--gravity-method '" + o.gravity_method + "': expected one of " +
+                       join(client::gravity_method_names()));
+    p->mutable_mutual()->set_method(method);
+  }
   return command;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "carom/client/names.hpp"
 #include "commands.hpp"
 #include "values.hpp"
 
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   params->add_option("--damping", params_options.damping, "linear damping, 1/s")->type_name("C");
   params->add_option("--solver", params_options.solver, "solver")
       ->type_name("discrete|verlet|continuous")
-      ->check(CLI::IsMember({"discrete", "verlet", "continuous"}));
+      ->check(CLI::IsMember(carom::client::solver_names()));
   params->add_option("--substeps", params_options.substeps, "substeps per tick (1..64)")->type_name("N");
   params->add_option("--iterations", params_options.iterations, "solver passes per substep (1..64)")->type_name("N");
   params->add_option("--dt", params_options.dt, "seconds per tick")->type_name("S");
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
   params->add_option("--softening", params_options.softening, "mutual gravity's Plummer softening, m")->type_name("EPS");
   params->add_option("--gravity-method", params_options.gravity_method, "mutual gravity's summation")
       ->type_name("auto|direct|tree")
-      ->check(CLI::IsMember({"auto", "direct", "tree"}));
+      ->check(CLI::IsMember(carom::client::gravity_method_names()));
   params->add_option("--theta", params_options.theta, "tree opening angle, (0, 1.5]")->type_name("T");
   auto* bounds = params->add_option("--bounds", params_options.bounds, "walled box, m")->type_name("X0,Y0,X1,Y1");
   auto* unbounded = params->add_flag("--unbounded", params_options.unbounded, "no walls at all");

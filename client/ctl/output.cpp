@@ -8,6 +8,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "carom/client/names.hpp"
+
 namespace carom::ctl {
 
 std::string to_json(const google::protobuf::Message& message) {
@@ -43,22 +45,6 @@ std::string command_name(const v1::Command& command) {
   return field != nullptr ? field->name() : "unknown";
 }
 
-namespace {
-
-const char* solver_name(v1::Solver solver) {
-  switch (solver) {
-    case v1::SOLVER_DISCRETE:
-      return "discrete";
-    case v1::SOLVER_VERLET:
-      return "verlet";
-    case v1::SOLVER_CONTINUOUS:
-      return "continuous";
-    default:
-      return "unspecified";
-  }
-}
-
-}  // namespace
 
 void print_params(std::FILE* out, const v1::WorldParams& p) {
   if (p.has_bounds()) {
@@ -73,7 +59,7 @@ void print_params(std::FILE* out, const v1::WorldParams& p) {
   if (p.has_gravity()) std::fprintf(out, "gravity       %g, %g m/s^2\n", p.gravity().x(), p.gravity().y());
   if (p.has_restitution()) std::fprintf(out, "restitution   %g\n", p.restitution());
   if (p.has_linear_damping()) std::fprintf(out, "damping       %g 1/s\n", p.linear_damping());
-  if (p.has_solver()) std::fprintf(out, "solver        %s\n", solver_name(p.solver()));
+  if (p.has_solver()) std::fprintf(out, "solver        %s\n", client::solver_name(p.solver()).c_str());
   if (p.has_substeps()) std::fprintf(out, "substeps      %u\n", p.substeps());
   if (p.has_iterations()) std::fprintf(out, "iterations    %u\n", p.iterations());
   if (p.has_dt()) std::fprintf(out, "dt            %g s\n", p.dt());
@@ -81,8 +67,8 @@ void print_params(std::FILE* out, const v1::WorldParams& p) {
   if (p.has_tick_hz()) std::fprintf(out, "tick_hz       %g\n", p.tick_hz());
   if (p.has_mutual() && p.mutual().enabled()) {
     const auto& m = p.mutual();
-    const char* method = m.method() == v1::GRAVITY_DIRECT ? "direct" : m.method() == v1::GRAVITY_TREE ? "tree" : "auto";
-    std::fprintf(out, "mutual        G %g, softening %g m, %s (theta %g)\n", m.g(), m.softening(), method, m.theta());
+    std::fprintf(out, "mutual        G %g, softening %g m, %s (theta %g)\n", m.g(), m.softening(),
+                 client::gravity_method_name(m.method()).c_str(), m.theta());
   }
 }
 

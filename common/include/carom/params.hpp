@@ -1,6 +1,7 @@
 #pragma once
 /// \file World parameters and configuration.
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -27,6 +28,9 @@ enum class Solver : std::uint8_t {
   /// each step (substeps and iterations do not apply); nothing tunnels
   kContinuous = 2,
 };
+
+/// Every solver, in order.
+inline constexpr std::array<Solver, 3> kSolvers = {Solver::kDiscrete, Solver::kVerlet, Solver::kContinuous};
 
 /// "discrete" / "verlet" / "continuous".
 const char* to_string(Solver solver);
