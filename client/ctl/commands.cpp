@@ -17,6 +17,7 @@
 #include <fstream>
 #include <functional>
 
+#include <fmt/format.h>
 #include <google/protobuf/text_format.h>
 #include <nlohmann/json.hpp>
 
@@ -628,7 +629,7 @@ int run_watch(const Globals& g, double seconds) {
       return kExitUsage;
     }
     if (!paused && seconds_since(last_message) > std::max(g.timeout_s, 3.0)) {
-      print_error(format("watch: nothing from the server for %.1f s", seconds_since(last_message)));
+      print_error(fmt::format("watch: nothing from the server for {:.1f} s", seconds_since(last_message)));
       return kExitUsage;
     }
     // poll() counts whole milliseconds, so a window may end a little early.
@@ -747,7 +748,7 @@ int run_play(const Globals& g, const std::string& file, bool load) {
         told_paused = true;
       }
       if (!paused && seconds_since(last_message) > std::max(g.timeout_s, 3.0)) {
-        print_error(format("play: nothing from the server for %.1f s", seconds_since(last_message)));
+        print_error(fmt::format("play: nothing from the server for {:.1f} s", seconds_since(last_message)));
         return kExitUsage;
       }
     }

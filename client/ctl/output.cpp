@@ -3,7 +3,6 @@
 
 #include "output.hpp"
 
-#include <cstdarg>
 #include <vector>
 
 #include <google/protobuf/util/json_util.h>
@@ -19,23 +18,6 @@ std::string to_json(const google::protobuf::Message& message) {
   std::string out;
   const auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
   if (!status.ok()) return "{\"error\": \"cannot convert to JSON\"}";
-  return out;
-}
-
-std::string format(const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  va_list copy;
-  va_copy(copy, args);
-  const int size = std::vsnprintf(nullptr, 0, fmt, copy);
-  va_end(copy);
-  std::string out;
-  if (size > 0) {
-    std::vector<char> buffer(static_cast<std::size_t>(size) + 1);
-    std::vsnprintf(buffer.data(), buffer.size(), fmt, args);
-    out.assign(buffer.data(), static_cast<std::size_t>(size));
-  }
-  va_end(args);
   return out;
 }
 

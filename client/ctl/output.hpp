@@ -18,9 +18,6 @@ namespace carom::ctl {
 /// fields with default values included).
 std::string to_json(const google::protobuf::Message& message);
 
-/// printf-style formatting into a std::string.
-[[gnu::format(printf, 1, 2)]] std::string format(const char* fmt, ...);
-
 /// Name of the command in a Command's oneof ("apply_impulse"); "empty" when unset.
 std::string command_name(const v1::Command& command);
 
