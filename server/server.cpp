@@ -169,6 +169,11 @@ void Server::Impl::update_rate() {
 }
 
 void Server::Impl::apply_commands(std::vector<PendingCommand>& commands) {
+  // The commands of one tick boundary share the first snapshot that shows
+  // them: the next tick if the world runs after the last of them, else the
+  // current tick re-sent. So a spawn followed by a pause in one write names
+  // the tick that comes, not one that would only come after a resume.
+  std::vector<std::pair<std::weak_ptr<Session>, v1::CommandResult>> answers;
   for (PendingCommand& p : commands) {
     v1::CommandResult result;
     const bool answered = sim->apply(p.command, &result);
@@ -177,10 +182,15 @@ void Server::Impl::apply_commands(std::vector<PendingCommand>& commands) {
       fill_stats(result.mutable_stats());
     }
     if (answered) {
-      answer(p.from, std::move(result));
+      answers.emplace_back(p.from, std::move(result));
     } else {
       step_waiter = p.from;
     }
+  }
+  const std::uint64_t shown = sim->paused() ? sim->tick() : sim->tick() + 1;
+  for (auto& [from, result] : answers) {
+    result.set_tick(shown);
+    answer(from, std::move(result));
   }
 }
 
