@@ -27,8 +27,17 @@ void Hub::subscribe(std::uint64_t id, int variant) {
 }
 
 void Hub::remove(std::uint64_t id) {
-  std::lock_guard lock(sessions_mutex_);
-  sessions_.erase(id);
+  {
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.erase(id);
+    if (!sessions_.empty()) return;
+  }
+  empty_cv_.notify_all();
+}
+
+bool Hub::wait_until_empty(std::chrono::steady_clock::duration timeout) {
+  std::unique_lock lock(sessions_mutex_);
+  return empty_cv_.wait_for(lock, timeout, [&] { return sessions_.empty(); });
 }
 
 std::size_t Hub::clients() const {

@@ -47,6 +47,8 @@ class Hub {
   void subscribe(std::uint64_t id, int variant);
   void remove(std::uint64_t id);
   std::size_t clients() const;
+  /// Waits until no session is registered or `timeout` passes; true when none is.
+  bool wait_until_empty(std::chrono::steady_clock::duration timeout);
   /// Bit mask of the snapshot variants some session wants.
   unsigned needed_variants() const;
   /// Sessions that want snapshots.
@@ -85,6 +87,7 @@ class Hub {
   std::atomic<bool> closing_{false};
   std::atomic<bool> resend_{false};
   mutable std::mutex sessions_mutex_;
+  std::condition_variable empty_cv_;  // notified when the last session leaves
   std::map<std::uint64_t, Entry> sessions_;
   std::uint64_t next_session_ = 1;
 

@@ -7,6 +7,8 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -65,13 +67,17 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
-  // Block the signals in every thread; main waits for them with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // main stops on an Asio signal_set (the house rule, shared/design.md): its
+  // own io_context, run on this thread, which does nothing else; the
+  // server's io_context and threads are the Server's. Registered before the
+  // server starts, so a signal during start-up is not lost.
   std::signal(SIGPIPE, SIG_IGN);
+  boost::asio::io_context signal_io;
+  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  int signal = 0;
+  signals.async_wait([&](const boost::system::error_code& error, int number) {
+    if (!error) signal = number;
+  });
 
   carom::server::Server server(o);
   if (carom::Status s = server.start(); !s.ok()) {
@@ -89,8 +95,7 @@ int main(int argc, char** argv) {
     std::ofstream(tmp) << server.port() << "\n";
     std::filesystem::rename(tmp, port_file);
   }
-  int signal = 0;
-  sigwait(&signals, &signal);
+  signal_io.run();  // until SIGINT or SIGTERM
   spdlog::info("{}: shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
   server.stop(signal == SIGINT ? "server interrupted (SIGINT)" : "server terminated (SIGTERM)");
   spdlog::info("bye");

@@ -388,8 +388,10 @@ void Server::stop(const std::string& reason) {
     s.accept_backoff.cancel();
   });
   s.hub.goodbye_all(reason);
-  // Give the Goodbyes a moment to leave, then stop the network.
-  for (int i = 0; i < 100 && s.hub.clients() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Give the Goodbyes a moment to leave (each session closes after its
+  // Goodbye is written and leaves the hub), at most a second; then stop the
+  // network.
+  (void)s.hub.wait_until_empty(std::chrono::seconds(1));
   s.io.stop();
   for (auto& t : s.io_threads) t.join();
   s.io_threads.clear();
