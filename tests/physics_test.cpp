@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "carom/world.hpp"
+#include "bench/scenes.hpp"  // carom-bench's own gas scene (one test)
 #include "support/scenes.hpp"
 
 namespace carom {

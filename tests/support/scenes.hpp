@@ -6,16 +6,25 @@
 // std::uniform_real_distribution (whose output the standard leaves open), so a
 // scene built from a seed is the same everywhere and a golden hash can hold.
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "carom/random.hpp"
 #include "carom/world.hpp"
-#include "bench/scenes.hpp"
 
 namespace carom::test {
 
-/// splitmix64, shared with the benchmark scenes: small, fast, fully specified.
-using Rng = bench::Rng;
+/// carom's splitmix64 (carom/random.hpp) with the draws the tests use.
+class Rng : public SplitMix64 {
+ public:
+  using SplitMix64::SplitMix64;
+  using SplitMix64::uniform;
+  /// Uniform in [0, 1).
+  double uniform() { return unit(); }
+  /// Log-uniform in [lo, hi).
+  double log_uniform(double lo, double hi) { return lo * std::exp(std::log(hi / lo) * unit()); }
+};
 
 /// Unbounded, elastic, no gravity, one substep: the textbook two-body setting.
 Params open_params();
