@@ -17,71 +17,29 @@
 #include <gtest/gtest.h>
 
 #include "carom/client/connection.hpp"
+#include "support/process.hpp"
 
 namespace carom {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ServerProcess {
+// carom-server with `args` on a free port (tests/support/process.hpp), its
+// files in this process's own temporary directory.
+class ServerProcess : public test::ServerProcess {
  public:
-  // Starts carom-server with `args` plus --port 0 --port-file; waits until it listens.
-  explicit ServerProcess(std::vector<std::string> args, bool expect_listen = true) {
-    port_file_ = fs::temp_directory_path() / ("carom-port-" + std::to_string(::getpid()) + "-" +
-                                              std::to_string(counter_++));
-    fs::remove(port_file_);
-    log_ = port_file_.string() + ".log";
-    args.insert(args.begin(), CAROM_SERVER_BIN);
-    args.insert(args.end(), {"--port", "0", "--port-file", port_file_.string()});
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      std::_Exit(127);
-    }
-    if (!expect_listen) return;
-    for (int i = 0; i < 200 && !fs::exists(port_file_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    std::ifstream(port_file_) >> port_;
-  }
-  ~ServerProcess() {
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    fs::remove(port_file_);
-    fs::remove(log_);
-  }
-  std::uint16_t port() const { return port_; }
-  void signal(int sig) { ::kill(pid_, sig); }
-  // Exit status, or -1 if it did not exit within the time.
-  int wait_exit(double seconds) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  std::string log() const {
-    std::ifstream in(log_);
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
+  explicit ServerProcess(std::vector<std::string> args, bool expect_listen = true)
+      : test::ServerProcess(CAROM_SERVER_BIN, dir(), std::move(args), 0, expect_listen) {}
+  void signal(int sig) { child().signal(sig); }
+  /// Exit status, or -1 (and the server killed) when it did not exit in time.
+  int wait_exit(double seconds) { return child().wait(seconds); }
 
  private:
-  static inline int counter_ = 0;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  fs::path port_file_;
-  std::string log_;
-  std::uint16_t port_ = 0;
+  static fs::path dir() {
+    const fs::path d = fs::temp_directory_path() / ("carom-server-process-test-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }
 };
 
 client::Connection connect(std::uint16_t port, v1::Role role) {

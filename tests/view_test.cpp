@@ -38,8 +38,8 @@
 #include <gtest/gtest.h>
 
 #include "carom/client/connection.hpp"
+#include "support/process.hpp"
 
-extern char** environ;
 
 namespace carom {
 namespace {
@@ -91,94 +91,8 @@ fs::path scratch_dir() {
   return dir;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-/// A child process with stdout and stderr in files.
-class Child {
- public:
-  Child() = default;
-  Child(std::vector<std::string> args, const fs::path& out, const fs::path& err,
-        std::vector<std::string> env = {}, int keep_fd = -1)
-      : out_(out), err_(err) {
-    std::vector<std::string> environment;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string entry = *e;
-      const std::string name = entry.substr(0, entry.find('='));
-      const bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) {
-        return x.substr(0, x.find('=')) == name;
-      });
-      if (!overridden) environment.push_back(entry);
-    }
-    environment.insert(environment.end(), env.begin(), env.end());
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int null = ::open("/dev/null", O_RDONLY);
-      ::dup2(null, 0);
-      ::dup2(o, 1);
-      ::dup2(e, 2);
-      for (int fd = 3; fd < 1024; ++fd)
-        if (fd != keep_fd) ::close(fd);
-      std::vector<char*> argv, envp;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      for (auto& v : environment) envp.push_back(v.data());
-      envp.push_back(nullptr);
-      ::execve(argv[0], argv.data(), envp.data());
-      std::_Exit(127);
-    }
-  }
-  Child(Child&& other) noexcept { *this = std::move(other); }
-  Child& operator=(Child&& other) noexcept {
-    std::swap(pid_, other.pid_);
-    std::swap(status_, other.status_);
-    std::swap(out_, other.out_);
-    std::swap(err_, other.err_);
-    return *this;
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  /// Exit status; -1 (and the child killed) when it did not exit in time.
-  int wait(double seconds) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (running()) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-        return -1;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return status_;
-  }
-  /// False once it has exited (its status kept for wait()).
-  bool running() {
-    int status = 0;
-    if (pid_ <= 0 || ::waitpid(pid_, &status, WNOHANG) != pid_) return pid_ > 0;
-    pid_ = -1;
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return false;
-  }
-  void signal(int sig) const {
-    if (pid_ > 0) ::kill(pid_, sig);
-  }
-  std::string out() const { return slurp(out_); }
-  std::string err() const { return slurp(err_); }
-
- private:
-  pid_t pid_ = -1;
-  int status_ = -1;
-  fs::path out_, err_;
-};
+using test::Child;
+using test::slurp;
 
 /// A free loopback port (bound, read, closed: a small race, fine for a test).
 std::uint16_t free_port() {
@@ -193,28 +107,19 @@ std::uint16_t free_port() {
   return ntohs(a.sin_port);
 }
 
-/// carom-server on the fixed world (or `args`), listening on a free port.
-class Server {
+/// carom-server on the fixed world (or `args`), one thread, listening on a
+/// free port (or `port`).
+class Server : public test::ServerProcess {
  public:
-  explicit Server(const fs::path& dir, std::vector<std::string> args = {}, std::uint16_t port = 0) {
-    port_file_ = dir / ("port-" + std::to_string(counter_++));
-    std::vector<std::string> argv{CAROM_SERVER_BIN, "--port", std::to_string(port), "--port-file",
-                                  port_file_.string(), "--threads", "1"};
-    if (args.empty()) args = {"--scenario", CAROM_VIEW_SCENARIO};
-    argv.insert(argv.end(), args.begin(), args.end());
-    child_ = Child(argv, dir / "server.out", dir / ("server.err" + std::to_string(counter_)));
-    for (int i = 0; i < 400 && !fs::exists(port_file_); ++i) std::this_thread::sleep_for(25ms);
-    std::ifstream(port_file_) >> port_;
-  }
-  std::uint16_t port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  Child& child() { return child_; }
+  explicit Server(const fs::path& dir, std::vector<std::string> args = {}, std::uint16_t port = 0)
+      : ServerProcess(CAROM_SERVER_BIN, dir, with_defaults(std::move(args)), port) {}
 
  private:
-  static inline int counter_ = 0;
-  fs::path port_file_;
-  Child child_;
-  std::uint16_t port_ = 0;
+  static std::vector<std::string> with_defaults(std::vector<std::string> args) {
+    if (args.empty()) args = {"--scenario", CAROM_VIEW_SCENARIO};
+    args.insert(args.begin(), {"--threads", "1"});
+    return args;
+  }
 };
 
 /// An X server of its own (Xvfb picks a free display and tells us which).

@@ -60,20 +60,10 @@ expect 0 "help" -- "$ctl" spawn --help
 contains "$work/out" "--random-box" "spawn --help"
 expect 2 "no server" -- "$ctl" --server 127.0.0.1:1 --timeout 2 ping
 
-"$server" --bind 127.0.0.1 --port 0 --port-file "$work/port" --threads 2 --scenario-dir "$scenarios" \
-  >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 100); do
-  [ -s "$work/port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ ! -s "$work/port" ]; then
-  echo "FAIL: carom-server did not start" >&2
-  cat "$work/server.log" >&2
-  exit 1
-fi
-export CAROM_SERVER="127.0.0.1:$(tr -d '[:space:]' <"$work/port")"
+# shellcheck source=../../tests/support/server.sh
+. "$(dirname "$0")/../../tests/support/server.sh"
+start_server "$server" "$work" --threads 2 --scenario-dir "$scenarios"
+export CAROM_SERVER="127.0.0.1:$server_port"
 c() { "$ctl" --timeout 20 "$@"; }
 
 expect 0 "ping" -- c ping

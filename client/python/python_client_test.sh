@@ -39,24 +39,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$server" --bind 127.0.0.1 --port 0 --port-file "$work/port" --threads 2 >"$work/server.log" 2>&1 &
-server_pid=$!
-
-for _ in $(seq 1 100); do
-  [ -s "$work/port" ] && break
-  if ! kill -0 "$server_pid" 2>/dev/null; then
-    echo "FAIL: carom-server exited before listening" >&2
-    cat "$work/server.log" >&2
-    exit 1
-  fi
-  sleep 0.1
-done
-if [ ! -s "$work/port" ]; then
-  echo "FAIL: carom-server wrote no port file within 10 s" >&2
-  cat "$work/server.log" >&2
-  exit 1
-fi
-port=$(tr -d '[:space:]' <"$work/port")
+# shellcheck source=../../tests/support/server.sh
+. "$(dirname "$0")/../../tests/support/server.sh"
+start_server "$server" "$work" --threads 2
+port=$server_port
 
 # Both snapshot forms: body tables (the default) and ids and radii in every snapshot.
 seed=12345
