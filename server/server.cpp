@@ -187,9 +187,8 @@ void Server::Impl::apply_commands(std::vector<PendingCommand>& commands) {
       step_waiter = p.from;
     }
   }
-  const std::uint64_t shown = sim->paused() ? sim->tick() : sim->tick() + 1;
   for (auto& [from, result] : answers) {
-    result.set_tick(shown);
+    result.set_tick(sim->shown_tick());
     answer(from, std::move(result));
   }
 }

@@ -15,6 +15,7 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include "carom/format.hpp"
 #include "carom/proto/framing.hpp"
 #include "hub.hpp"
 
@@ -260,7 +261,7 @@ void Session::handle_hello(const v1::Hello& hello) {
   }
   if (const double rate = hello.wishes().max_rate_hz(); !(std::isfinite(rate) && rate >= 0.0)) {
     fail(v1::INVALID_ARGUMENT, "hello.wishes.max_rate_hz: must be finite and >= 0 (0: every snapshot), got " +
-                                   fmt::format("{}", rate));
+                                   format_number(rate));
     return;
   }
   if (hello.role() == v1::ROLE_CONTROLLER) {
@@ -285,7 +286,7 @@ void Session::handle_hello(const v1::Hello& hello) {
   timer_.cancel();
   phase_ = Phase::kActive;
   const bool wants = hello.role() == v1::ROLE_VIEWER || hello.has_wishes();
-  max_rate_hz_ = hello.wishes().max_rate_hz() > 0 ? hello.wishes().max_rate_hz() : 0.0;
+  max_rate_hz_ = hello.wishes().max_rate_hz();  // checked above: finite, >= 0
   spdlog::info("session {} ({}): {} '{}'", id_, peer_, control_ ? "controller" : "viewer", hello.client_name());
 
   const PublicState state = hub_.get_public();

@@ -205,7 +205,7 @@ bool SimState::apply(const v1::Command& command, v1::CommandResult* result) {
     step_from_script_ = in_script_;
     return false;
   }
-  result->set_tick(paused_ ? tick_ : tick_ + 1);
+  result->set_tick(shown_tick());
   return true;
 }
 

@@ -85,6 +85,9 @@ class SimState {
   const World& world() const { return world_; }
   std::uint64_t tick() const { return tick_; }
   bool paused() const { return paused_; }
+  /// The tick whose snapshot first shows what was applied now: the next one
+  /// while running, the current one (re-sent) while paused.
+  std::uint64_t shown_tick() const { return paused_ ? tick_ : tick_ + 1; }
   double tick_hz() const { return tick_hz_; }
   std::uint64_t script_errors() const { return script_errors_; }
 

@@ -598,8 +598,7 @@ TEST(Names, SolverNamesAgreeBetweenTheLibraryTheWireAndTheClients) {
   EXPECT_FALSE(client::parse_solver("unspecified", &unused));
   EXPECT_FALSE(client::parse_solver("Discrete", &unused));
   EXPECT_EQ(client::solver_name(static_cast<v1::Solver>(42)), "unspecified");
-  for (const carom::GravityMethod m : {carom::GravityMethod::kAuto, carom::GravityMethod::kDirect,
-                                       carom::GravityMethod::kTree}) {
+  for (const carom::GravityMethod m : carom::kGravityMethods) {
     carom::Params p;
     p.mutual.method = m;
     v1::WorldParams wire;

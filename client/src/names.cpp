@@ -32,11 +32,12 @@ std::vector<std::string> names_of(const gp::EnumDescriptor* e, std::string_view 
   return out;
 }
 
-bool parse_of(const gp::EnumDescriptor* e, std::string_view prefix, int first, std::string_view name, int* out) {
+template <class Enum>
+bool parse_of(const gp::EnumDescriptor* e, std::string_view prefix, int first, std::string_view name, Enum* out) {
   for (int k = 0; k < e->value_count(); ++k) {
     const gp::EnumValueDescriptor& v = *e->value(k);
     if (v.number() >= first && short_name(v, prefix) == name) {
-      *out = v.number();
+      *out = static_cast<Enum>(v.number());
       return true;
     }
   }
@@ -46,15 +47,11 @@ bool parse_of(const gp::EnumDescriptor* e, std::string_view prefix, int first, s
 }  // namespace
 
 std::string solver_name(v1::Solver solver) {
-  if (solver == v1::SOLVER_UNSPECIFIED) return "unspecified";
   return name_of(v1::Solver_descriptor(), "SOLVER_", solver, "unspecified");
 }
 std::vector<std::string> solver_names() { return names_of(v1::Solver_descriptor(), "SOLVER_", 1); }
 bool parse_solver(std::string_view name, v1::Solver* out) {
-  int v = 0;
-  if (!parse_of(v1::Solver_descriptor(), "SOLVER_", 1, name, &v)) return false;
-  *out = static_cast<v1::Solver>(v);
-  return true;
+  return parse_of(v1::Solver_descriptor(), "SOLVER_", 1, name, out);
 }
 
 std::string gravity_method_name(v1::GravityMethod method) {
@@ -62,10 +59,7 @@ std::string gravity_method_name(v1::GravityMethod method) {
 }
 std::vector<std::string> gravity_method_names() { return names_of(v1::GravityMethod_descriptor(), "GRAVITY_", 0); }
 bool parse_gravity_method(std::string_view name, v1::GravityMethod* out) {
-  int v = 0;
-  if (!parse_of(v1::GravityMethod_descriptor(), "GRAVITY_", 0, name, &v)) return false;
-  *out = static_cast<v1::GravityMethod>(v);
-  return true;
+  return parse_of(v1::GravityMethod_descriptor(), "GRAVITY_", 0, name, out);
 }
 
 }  // namespace carom::client

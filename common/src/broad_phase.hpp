@@ -33,6 +33,13 @@ struct PairBlocks {
   std::size_t count = 0;  // pairs in all blocks
   /// The whole list in order (tests, tools).
   std::vector<Pair> flatten() const;
+  /// Candidate index of each block's first pair, and the count at the end
+  /// (blocks.size() + 1 values).
+  std::vector<std::uint32_t> starts() const {
+    std::vector<std::uint32_t> out(blocks.size() + 1, 0);
+    for (std::size_t k = 0; k < blocks.size(); ++k) out[k + 1] = out[k] + static_cast<std::uint32_t>(blocks[k].size());
+    return out;
+  }
 };
 
 /// Scratch buffers reused from call to call (no allocation in steady state).

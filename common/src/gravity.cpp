@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <ranges>
 
 #include "parallel.hpp"
 
@@ -173,21 +174,14 @@ std::array<std::uint32_t, 5> quadrants(const GravityScratch& t, std::uint32_t fi
   const int shift = kBits - 1 - depth;
   const Grid grid = t.grid;
   auto quadrant = [&](std::uint32_t p) {
-    return ((grid.cell(t.sx[p], grid.x0) >> shift) & 1u) | (((grid.cell(t.sy[p], grid.y0) >> shift) & 1u) << 1);
+    return ((grid.x_cell(t.sx[p]) >> shift) & 1u) | (((grid.y_cell(t.sy[p]) >> shift) & 1u) << 1);
   };
   std::array<std::uint32_t, 5> edge{};
   edge[0] = first;
   for (std::uint32_t q = 1; q < 4; ++q) {
-    std::uint32_t lo = edge[q - 1], hi = first + count;
-    while (lo < hi) {
-      const std::uint32_t mid = lo + (hi - lo) / 2;
-      if (quadrant(mid) < q) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    edge[q] = lo;
+    const auto run = std::views::iota(edge[q - 1], first + count);
+    const auto at = std::ranges::partition_point(run, [&](std::uint32_t p) { return quadrant(p) < q; });
+    edge[q] = edge[q - 1] + static_cast<std::uint32_t>(at - run.begin());
   }
   edge[4] = first + count;
   return edge;
@@ -400,7 +394,7 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
   std::vector<Keyed> keyed(n);
   for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
     for (std::size_t i = i0; i < i1; ++i)
-      keyed[i] = {spread_bits(grid.cell(b.x[i], xmin)) | (spread_bits(grid.cell(b.y[i], ymin)) << 1),
+      keyed[i] = {spread_bits(grid.x_cell(b.x[i])) | (spread_bits(grid.y_cell(b.y[i])) << 1),
                   static_cast<std::uint32_t>(i)};
   });
   tbb::parallel_sort(keyed.begin(), keyed.end());  // a total order: the same for any split

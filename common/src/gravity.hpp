@@ -38,6 +38,8 @@ struct GravityScratch {
   /// side over the bounding square (x0, y0, side).
   struct Grid {
     double x0 = 0, y0 = 0, side = 1;
+    std::uint32_t x_cell(double x) const { return cell(x, x0); }
+    std::uint32_t y_cell(double y) const { return cell(y, y0); }
     std::uint32_t cell(double v, double lo) const {
       constexpr double kCells = 4294967296.0;
       const double c = std::floor((v - lo) / side * kCells);

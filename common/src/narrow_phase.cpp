@@ -34,9 +34,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const double* const y = b.y.data();
   const double* const r = b.r.data();
   const double* const m = b.m.data();
-  std::vector<std::uint32_t> first(nb + 1, 0);  // candidate index of each block's first pair
-  for (std::size_t blk = 0; blk < nb; ++blk)
-    first[blk + 1] = first[blk] + static_cast<std::uint32_t>(candidates.blocks[blk].size());
+  const std::vector<std::uint32_t> first = candidates.starts();  // candidate index of each block's first pair
   if (out.block_contacts.size() < nb) out.block_contacts.resize(nb);
   // Each block writes its contacts into its own list, warm values merged in
   // (both lists are in candidate order).

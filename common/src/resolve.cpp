@@ -262,27 +262,22 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
   out.colour.resize(pairs.count);
   std::vector<std::uint32_t> count(kColours, 0);
   constexpr std::uint64_t kNormal = (std::uint64_t{1} << kOverflow) - 1;
-  const std::size_t nsrc = pairs.blocks.size();
-  std::vector<std::size_t> src_first(nsrc + 1, 0);
-  for (std::size_t blk = 0; blk < nsrc; ++blk) src_first[blk + 1] = src_first[blk] + pairs.blocks[blk].size();
   // Greedy, in candidate order: the first colour free at both bodies.
   std::uint64_t* const used = out.used.data();
   std::uint8_t* const colour = out.colour.data();
-  auto paint = [&](Pair p) {
-    const std::uint64_t free = ~(used[p.a] | used[p.b]) & kNormal;
-    std::uint32_t c = kOverflow;
-    if (free != 0) {
-      c = static_cast<std::uint32_t>(std::countr_zero(free));
-      used[p.a] |= std::uint64_t{1} << c;
-      used[p.b] |= std::uint64_t{1} << c;
+  std::size_t k = 0;
+  for (const auto& block : pairs.blocks) {
+    for (const Pair p : block) {
+      const std::uint64_t free = ~(used[p.a] | used[p.b]) & kNormal;
+      std::uint32_t c = kOverflow;
+      if (free != 0) {
+        c = static_cast<std::uint32_t>(std::countr_zero(free));
+        used[p.a] |= std::uint64_t{1} << c;
+        used[p.b] |= std::uint64_t{1} << c;
+      }
+      colour[k++] = static_cast<std::uint8_t>(c);
+      ++count[c];
     }
-    ++count[c];
-    return static_cast<std::uint8_t>(c);
-  };
-  {
-    std::size_t k = 0;
-    for (const auto& block : pairs.blocks)
-      for (const Pair p : block) colour[k++] = paint(p);
   }
   std::uint32_t colours = 0;
   for (std::uint32_t c = 0; c < kColours; ++c)
@@ -303,7 +298,7 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
     // before the coloured list is made, and each searched block goes as soon
     // as its pairs are placed, so the list is never held twice.
     std::vector<std::size_t> fill(colours, 0);
-    std::size_t k = 0;
+    k = 0;
     for (auto& block : pairs.blocks) {
       for (const Pair p : block) {
         const std::uint32_t c = colour[k++];
@@ -317,10 +312,12 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
   } else {
     // A parallel counting sort: each searched block counts its pairs per
     // colour, the counts in block order give each its first slot per colour.
+    const std::size_t nsrc = pairs.blocks.size();
+    const std::vector<std::uint32_t> src_first = pairs.starts();
     std::vector<std::uint32_t> at(nsrc * colours, 0);
     for_blocks(nsrc, 1, [&](std::size_t blk, std::size_t, std::size_t) {
       std::uint32_t* const mine = at.data() + blk * colours;
-      for (std::size_t k = src_first[blk]; k < src_first[blk + 1]; ++k) ++mine[colour[k]];
+      for (std::size_t q = src_first[blk]; q < src_first[blk + 1]; ++q) ++mine[colour[q]];
     });
     for (std::uint32_t c = 0; c < colours; ++c) {
       std::uint32_t sum = 0;
@@ -338,9 +335,9 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
     });
     for_blocks(nsrc, 1, [&](std::size_t blk, std::size_t, std::size_t) {
       std::uint32_t* const next = at.data() + blk * colours;
-      std::size_t k = src_first[blk];
+      std::size_t q = src_first[blk];
       for (const Pair p : pairs.blocks[blk]) {
-        const std::uint32_t c = colour[k++];
+        const std::uint32_t c = colour[q++];
         const std::uint32_t r = next[c]++;
         blocks[first_block[c] + r / kPairBlock][r % kPairBlock] = p;
       }
@@ -569,8 +566,7 @@ void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double r
 WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts) {
   WarmByIds saved;
   if (contacts.warm.empty()) return saved;
-  std::vector<std::size_t> first(pairs.blocks.size() + 1, 0);
-  for (std::size_t k = 0; k < pairs.blocks.size(); ++k) first[k + 1] = first[k] + pairs.blocks[k].size();
+  const std::vector<std::uint32_t> first = pairs.starts();
   saved.reserve(contacts.warm.size());
   for (const auto& [cand, value] : contacts.warm) {
     const std::size_t blk = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), cand) - first.begin()) - 1;
@@ -635,8 +631,7 @@ void restore_warm(const PairBlocks& pairs, const WarmTable& table, Contacts& con
   // entries) into its own list; the lists joined in block order are in
   // candidate order.
   const std::size_t nb = pairs.blocks.size();
-  std::vector<std::uint32_t> first(nb + 1, 0);
-  for (std::size_t blk = 0; blk < nb; ++blk) first[blk + 1] = first[blk] + static_cast<std::uint32_t>(pairs.blocks[blk].size());
+  const std::vector<std::uint32_t> first = pairs.starts();
   if (contacts.block_warm.size() < nb) contacts.block_warm.resize(nb);
   for_blocks(nb, 1, [&](std::size_t blk, std::size_t, std::size_t) {
     auto& local = contacts.block_warm[blk];

@@ -109,7 +109,8 @@ struct Contacts {
 
 /// Warm-start values keyed by (lower id << 32 | higher id), sorted by key.
 using WarmByIds = std::vector<std::pair<std::uint64_t, double>>;
-/// Before a rebuild of the candidate list (`pairs`): the warm values by id pair.
+/// The warm values of the candidate list (`pairs`) by id pair: what a saved
+/// world carries (a rebuild uses warm_table instead, no sort).
 WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts);
 /// Warm values by storage index pair, for the trip across a rebuild: the
 /// entries (higher index, value) of lower body a are entry[start[a],

@@ -46,16 +46,13 @@ const char* to_string(Solver solver) {
 }
 
 bool parse_solver(std::string_view text, Solver* out) {
-  if (text == "discrete") {
-    *out = Solver::kDiscrete;
-  } else if (text == "verlet") {
-    *out = Solver::kVerlet;
-  } else if (text == "continuous") {
-    *out = Solver::kContinuous;
-  } else {
-    return false;
+  for (const Solver s : kSolvers) {
+    if (text == to_string(s)) {
+      *out = s;
+      return true;
+    }
   }
-  return true;
+  return false;
 }
 
 const char* to_string(GravityMethod method) {
@@ -68,16 +65,13 @@ const char* to_string(GravityMethod method) {
 }
 
 bool parse_gravity_method(std::string_view text, GravityMethod* out) {
-  if (text == "auto") {
-    *out = GravityMethod::kAuto;
-  } else if (text == "direct") {
-    *out = GravityMethod::kDirect;
-  } else if (text == "tree") {
-    *out = GravityMethod::kTree;
-  } else {
-    return false;
+  for (const GravityMethod m : kGravityMethods) {
+    if (text == to_string(m)) {
+      *out = m;
+      return true;
+    }
   }
-  return true;
+  return false;
 }
 
 namespace detail {

@@ -43,6 +43,9 @@ enum class GravityMethod : std::uint8_t {
   kDirect = 1,  ///< every pair, O(N^2)
   kTree = 2,    ///< Barnes-Hut quadtree, O(N log N), opening angle theta
 };
+/// Every method, in order.
+inline constexpr std::array<GravityMethod, 3> kGravityMethods = {GravityMethod::kAuto, GravityMethod::kDirect,
+                                                                 GravityMethod::kTree};
 /// "auto" / "direct" / "tree".
 const char* to_string(GravityMethod method);
 /// Parses "auto" / "direct" / "tree"; returns false on anything else.
