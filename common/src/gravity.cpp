@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <ranges>
 
 #include "parallel.hpp"
 
@@ -178,10 +177,20 @@ std::array<std::uint32_t, 5> quadrants(const GravityScratch& t, std::uint32_t fi
   };
   std::array<std::uint32_t, 5> edge{};
   edge[0] = first;
+  // A binary search over positions (std::ranges::partition_point over an
+  // iota view would say it, but the fuzz build's clang 14 cannot compile
+  // libstdc++ 12's ranges).
   for (std::uint32_t q = 1; q < 4; ++q) {
-    const auto run = std::views::iota(edge[q - 1], first + count);
-    const auto at = std::ranges::partition_point(run, [&](std::uint32_t p) { return quadrant(p) < q; });
-    edge[q] = edge[q - 1] + static_cast<std::uint32_t>(at - run.begin());
+    std::uint32_t lo = edge[q - 1], hi = first + count;
+    while (lo < hi) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (quadrant(mid) < q) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    edge[q] = lo;
   }
   edge[4] = first + count;
   return edge;
