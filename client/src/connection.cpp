@@ -4,6 +4,8 @@
 
 #include "carom/client/connection.hpp"
 
+#include "carom/proto/compact.hpp"
+
 #include <poll.h>
 #include <time.h>
 
@@ -15,6 +17,8 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <charconv>
+#include <cmath>
+#include <span>
 
 namespace carom::client {
 
@@ -64,7 +68,53 @@ struct Connection::Impl {
   proto::FrameDecoder decoder{proto::kDefaultMaxServerFrame};
   std::array<char, 1 << 16> buffer{};
   v1::BodyTable table;  // the latest body table (epoch 0: none yet)
+  // The compact stream's state: the last compact snapshot's tick and its
+  // decoded positions and velocities (what the next one predicts from).
+  std::uint64_t compact_tick = 0;
+  bool have_compact = false;
+  proto::Track positions, velocities;
+
+  // Fills s's x, y (vx, vy) from s.compact. Empty string or what is wrong.
+  std::string decode_compact(v1::Snapshot& s);
 };
+
+std::string Connection::Impl::decode_compact(v1::Snapshot& s) {
+  const v1::CompactBodies& c = s.compact();
+  if (!(c.position_quantum() > 0.0) || !std::isfinite(c.position_quantum()))
+    return "position_quantum " + std::to_string(c.position_quantum()) + " is not > 0";
+  const bool key = c.baseline_tick() == 0;
+  if (!key && (!have_compact || c.baseline_tick() != compact_tick))
+    return "it is coded against tick " + std::to_string(c.baseline_tick()) + ", but the last compact snapshot here was " +
+           (have_compact ? "tick " + std::to_string(compact_tick) : std::string("none"));
+  const std::span<const std::uint32_t> ids(table.id().data(), static_cast<std::size_t>(table.id_size()));
+  proto::Track next;
+  std::string error = proto::decode_track(proto::Channel::kPosition, key ? nullptr : &positions, ids, c.positions(), &next);
+  if (!error.empty()) return "positions: " + error;
+  positions.id.swap(next.id), positions.x.swap(next.x), positions.y.swap(next.y);
+  positions.dx.swap(next.dx), positions.dy.swap(next.dy);
+  const bool with_velocities = c.velocity_quantum() != 0.0;  // set only with velocities
+  if (with_velocities) {
+    if (!(c.velocity_quantum() > 0.0) || !std::isfinite(c.velocity_quantum()))
+      return "velocity_quantum " + std::to_string(c.velocity_quantum()) + " is not > 0";
+    error = proto::decode_track(proto::Channel::kVelocity, key ? nullptr : &velocities, ids, c.velocities(), &next);
+    if (!error.empty()) return "velocities: " + error;
+    velocities.id.swap(next.id), velocities.x.swap(next.x), velocities.y.swap(next.y);
+  }
+  compact_tick = s.tick();
+  have_compact = true;
+  const auto n = static_cast<int>(ids.size());
+  auto fill = [n](const std::vector<std::int64_t>& q, double quantum, google::protobuf::RepeatedField<float>* out) {
+    out->Resize(n, 0.0f);
+    for (int i = 0; i < n; ++i) out->Set(i, static_cast<float>(static_cast<double>(q[static_cast<std::size_t>(i)]) * quantum));
+  };
+  fill(positions.x, c.position_quantum(), s.mutable_x());
+  fill(positions.y, c.position_quantum(), s.mutable_y());
+  if (with_velocities) {
+    fill(velocities.x, c.velocity_quantum(), s.mutable_vx());
+    fill(velocities.y, c.velocity_quantum(), s.mutable_vy());
+  }
+  return {};
+}
 
 Connection::Connection() : impl_(std::make_unique<Impl>()) {}
 Connection::~Connection() = default;
@@ -90,6 +140,7 @@ bool Connection::open(const Address& address) {
   close();
   impl_->decoder = proto::FrameDecoder(proto::kDefaultMaxServerFrame);
   impl_->table.Clear();
+  impl_->have_compact = false;
   boost::system::error_code ec;
   tcp::resolver resolver(impl_->io);
   const auto endpoints = resolver.resolve(address.host, std::to_string(address.port), ec);
@@ -105,6 +156,7 @@ bool Connection::connect(const Address& address, v1::Hello hello, double timeout
   if (hello.protocol_version() == 0) hello.set_protocol_version(proto::kProtocolVersion);
   const bool snapshots = hello.role() == v1::ROLE_VIEWER || hello.has_wishes();
   if (body_tables_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_body_tables(true);
+  if (compact_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_compact(true);
   v1::ClientMessage message;
   *message.mutable_hello() = std::move(hello);
   if (!send(message)) return false;
@@ -163,6 +215,12 @@ bool Connection::receive(v1::ServerMessage* out, double timeout_s) {
         }
         if (out->has_snapshot() && out->snapshot().body_table() != 0) {
           v1::Snapshot& s = *out->mutable_snapshot();
+          if (s.has_compact() && s.body_table() == impl_->table.epoch()) {
+            if (const std::string why = impl_->decode_compact(s); !why.empty()) {
+              close();
+              return fail("compact snapshot of tick " + std::to_string(s.tick()) + ": " + why);
+            }
+          }
           if (s.body_table() != impl_->table.epoch() || s.x_size() != impl_->table.id_size()) {
             close();
             return fail("snapshot of tick " + std::to_string(s.tick()) + " refers to body table " +

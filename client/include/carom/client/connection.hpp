@@ -43,6 +43,12 @@ class Connection {
   /// travel only when they change, so snapshots are about half the bytes.
   /// receive() hides the difference either way.
   void set_body_tables(bool on) { body_tables_ = on; }
+  /// Whether connect() asks for the compact stream (default true; implies
+  /// body tables): positions quantized to wishes.position_quantum (1 mm by
+  /// default) and delta-coded, about a quarter of the bytes of a plain
+  /// snapshot for a moving gas and a thirtieth for a settled pile. receive()
+  /// decodes it into x, y (vx, vy) exactly as the server quantized them.
+  void set_compact(bool on) { compact_ = on; }
   const v1::Welcome& welcome() const { return welcome_; }
   /// Opens the TCP connection only, without a Hello (raw protocol use, tests).
   bool open(const Address& address);
@@ -59,6 +65,8 @@ class Connection {
   /// BodyTable messages are kept, not returned: a snapshot that refers to one
   /// comes back with its id and radius filled in from it (body_table still
   /// names the epoch), so every snapshot has id, x, y and radius alike.
+  /// A compact snapshot comes back decoded the same way: x, y (and vx, vy)
+  /// filled in, `compact` kept (for its sizes).
   bool receive(v1::ServerMessage* out, double timeout_s);
   /// Sends a command with a fresh request id (unless one is set) and waits
   /// for its CommandResult, skipping snapshots. Returns true when a result
@@ -83,6 +91,7 @@ class Connection {
   std::uint64_t next_request_ = 1;
   std::uint64_t bytes_received_ = 0;
   bool body_tables_ = true;
+  bool compact_ = true;
   std::uint64_t body_tables_received_ = 0;
 };
 
