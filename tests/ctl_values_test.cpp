@@ -78,6 +78,25 @@ TEST(CtlValues, IntegersAreNonNegativeAndFit) {
             "--steps '4294967296': must be at most 4294967295");
 }
 
+TEST(CtlValues, Validators) {
+  const CLI::Validator byte = decimal_integer(255);
+  std::string text = "0255";
+  EXPECT_EQ(byte(text), "");
+  EXPECT_EQ(text, "255");
+  text = "0";
+  EXPECT_EQ(byte(text), "");
+  EXPECT_EQ(text, "0");
+  text = "256";
+  EXPECT_EQ(byte(text), "'256' is more than 255");
+  text = "";
+  EXPECT_EQ(byte(text), "'' is not a non-negative decimal integer");
+  const CLI::Validator finite = finite_number();
+  for (const char* good : {"1.5", "-2", "1e300", "0x10"}) EXPECT_EQ(finite(std::string(good)), "") << good;
+  for (const char* bad : {"nan", "inf", "1e999", "x", "", "1.5s"}) {
+    EXPECT_EQ(finite(std::string(bad)), "'" + std::string(bad) + "' is not a finite number") << bad;
+  }
+}
+
 TEST(CtlValues, TheFieldPathAtTheStartOfAServerMessage) {
   EXPECT_EQ(leading_field_path("bodies[3].radius: must be finite and > 0, got -1"), "bodies[3].radius");
   EXPECT_EQ(leading_field_path("spawn.generators[0].random_box.count: placed only 33 of 5000"),

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "carom/v1/world.pb.h"
 
 namespace carom::ctl {
@@ -51,6 +53,17 @@ std::uint64_t parse_uint(std::string_view text, std::string_view option);
 
 /// A non-negative integer that fits in 32 bits.
 std::uint32_t parse_uint32(std::string_view text, std::string_view option);
+
+/// For integer options: decimal digits only, at most `max`. CLI11 2.1
+/// reads integers with strtoull in base 0 and no overflow check, so "010"
+/// would be 8, "0x10" 16 and, in a 64-bit option, "-1" and 2^64 would both
+/// be 2^64-1. The text is rewritten without leading zeros ("010" is 10).
+CLI::Validator decimal_integer(std::uint64_t max);
+
+/// For floating-point options carom-ctl uses itself: neither NaN nor
+/// infinite. CLI11's number validators (PositiveNumber, Range) let NaN
+/// through, since every comparison with it is false.
+CLI::Validator finite_number();
 
 /// The field path that starts a server message such as
 /// "bodies[3].radius: must be > 0, got -1" ("bodies[3].radius"); empty when
