@@ -34,12 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out.append(out.empty() ? "" : ", ").append(n);
-  return out;
-}
-
 volatile std::sig_atomic_t g_interrupted = 0;
 
 void on_interrupt(int) { g_interrupted = 1; }
@@ -191,160 +185,6 @@ double step_allowance(std::uint64_t count, double tick_hz) {
 
 }  // namespace
 
-bool ParamsOptions::any() const {
-  return !gravity.empty() || !restitution.empty() || !damping.empty() || !solver.empty() || !substeps.empty() ||
-         !iterations.empty() || !dt.empty() || !density.empty() || !tick_hz.empty() || !bounds.empty() || unbounded ||
-         !gravity_mode.empty() || !big_g.empty() || !softening.empty() || !gravity_method.empty() || !theta.empty();
-}
-
-v1::Command make_spawn(const SpawnOptions& o) {
-  v1::Command command;
-  auto* spawn = command.mutable_spawn();
-  for (const auto& text : o.bodies) {
-    const auto v = parse_numbers(text, "--body", {2, 4, 5, 6});
-    auto* body = spawn->add_bodies();
-    body->mutable_position()->set_x(v[0]);
-    body->mutable_position()->set_y(v[1]);
-    if (v.size() >= 4) {
-      body->mutable_velocity()->set_x(v[2]);
-      body->mutable_velocity()->set_y(v[3]);
-    }
-    body->set_radius(v.size() >= 5 ? v[4] : kDefaultRadius);
-    if (v.size() == 6) body->set_mass(v[5]);
-  }
-
-  const int generators = int{!o.grid.empty()} + int{!o.random_box.empty()} + int{!o.random_disc.empty()};
-  if (generators > 1) throw UsageError("spawn: give at most one of --grid, --random-box, --random-disc");
-  auto reject = [](const std::string& value, const char* option, const char* for_what) {
-    if (!value.empty()) throw UsageError(std::string("spawn: ") + option + " is only for " + for_what);
-  };
-  if (generators == 0) {
-    for (const auto& [value, option] :
-         std::initializer_list<std::pair<const std::string*, const char*>>{
-             {&o.count, "--count"}, {&o.columns, "--columns"}, {&o.rows, "--rows"}, {&o.spacing, "--spacing"},
-             {&o.radius, "--radius"}, {&o.speed, "--speed"}, {&o.velocity, "--velocity"}, {&o.seed, "--seed"},
-             {&o.mass, "--mass"}}) {
-      if (!value->empty()) throw UsageError(std::string("spawn: ") + option + " needs a generator (--grid, --random-box or --random-disc)");
-    }
-    if (o.bodies.empty()) {
-      throw UsageError("spawn: nothing to spawn (give --body, --grid, --random-box or --random-disc)");
-    }
-    return command;
-  }
-
-  auto* generator = spawn->add_generators();
-  if (!o.grid.empty()) {
-    for (const auto& [value, option] : std::initializer_list<std::pair<const std::string*, const char*>>{
-             {&o.count, "--count"}, {&o.speed, "--speed"}, {&o.seed, "--seed"}}) {
-      reject(*value, option, "--random-box and --random-disc");
-    }
-    if (o.columns.empty() || o.rows.empty()) throw UsageError("spawn: --grid needs --columns and --rows");
-    auto* grid = generator->mutable_grid();
-    *grid->mutable_origin() = parse_vec2(o.grid, "--grid");
-    grid->set_columns(parse_uint32(o.columns, "--columns"));
-    grid->set_rows(parse_uint32(o.rows, "--rows"));
-    const double radius = o.radius.empty() ? kDefaultRadius : parse_double(o.radius, "--radius");
-    grid->set_radius(radius);
-    grid->set_spacing(o.spacing.empty() ? 2.2 * radius : parse_double(o.spacing, "--spacing"));
-    if (!o.velocity.empty()) *grid->mutable_velocity() = parse_vec2(o.velocity, "--velocity");
-    if (!o.mass.empty()) grid->set_mass(parse_double(o.mass, "--mass"));
-    return command;
-  }
-
-  for (const auto& [value, option] : std::initializer_list<std::pair<const std::string*, const char*>>{
-           {&o.columns, "--columns"}, {&o.rows, "--rows"}, {&o.spacing, "--spacing"}, {&o.velocity, "--velocity"}}) {
-    reject(*value, option, "--grid");
-  }
-  if (o.count.empty()) throw UsageError("spawn: --random-box and --random-disc need --count");
-  const std::uint32_t count = parse_uint32(o.count, "--count");
-  const v1::Range radius = o.radius.empty() ? parse_range("0.5", "--radius") : parse_range(o.radius, "--radius");
-  const v1::Range speed = o.speed.empty() ? parse_range("0", "--speed") : parse_range(o.speed, "--speed");
-  const std::uint64_t seed = o.seed.empty() ? 1 : parse_uint(o.seed, "--seed");
-  const double mass = o.mass.empty() ? 0.0 : parse_double(o.mass, "--mass");
-  if (!o.random_box.empty()) {
-    const auto v = parse_numbers(o.random_box, "--random-box", {4});
-    auto* box = generator->mutable_random_box();
-    box->mutable_min()->set_x(v[0]);
-    box->mutable_min()->set_y(v[1]);
-    box->mutable_max()->set_x(v[2]);
-    box->mutable_max()->set_y(v[3]);
-    box->set_count(count);
-    *box->mutable_radius() = radius;
-    *box->mutable_speed() = speed;
-    box->set_seed(seed);
-    box->set_mass(mass);
-  } else {
-    const auto v = parse_numbers(o.random_disc, "--random-disc", {3});
-    auto* disc = generator->mutable_random_disc();
-    disc->mutable_center()->set_x(v[0]);
-    disc->mutable_center()->set_y(v[1]);
-    disc->set_disc_radius(v[2]);
-    disc->set_count(count);
-    *disc->mutable_radius() = radius;
-    *disc->mutable_speed() = speed;
-    disc->set_seed(seed);
-    disc->set_mass(mass);
-  }
-  return command;
-}
-
-v1::Command make_set_params(const ParamsOptions& o) {
-  v1::Command command;
-  auto* p = command.mutable_set_params()->mutable_params();
-  if (!o.gravity.empty()) *p->mutable_gravity() = parse_vec2(o.gravity, "--gravity");
-  if (!o.restitution.empty()) p->set_restitution(parse_double(o.restitution, "--restitution"));
-  if (!o.damping.empty()) p->set_linear_damping(parse_double(o.damping, "--damping"));
-  if (!o.solver.empty()) {
-    v1::Solver solver{};
-    if (!client::parse_solver(o.solver, &solver))
-      throw UsageError("--solver '" + o.solver + "': expected one of " + join(client::solver_names()));
-    p->set_solver(solver);
-  }
-  if (!o.substeps.empty()) p->set_substeps(parse_uint32(o.substeps, "--substeps"));
-  if (!o.iterations.empty()) p->set_iterations(parse_uint32(o.iterations, "--iterations"));
-  if (!o.dt.empty()) p->set_dt(parse_double(o.dt, "--dt"));
-  if (!o.density.empty()) p->set_density(parse_double(o.density, "--density"));
-  if (!o.tick_hz.empty()) p->set_tick_hz(parse_double(o.tick_hz, "--tick-hz"));
-  if (!o.bounds.empty() && o.unbounded) throw UsageError("params: give --bounds or --unbounded, not both");
-  if (!o.bounds.empty()) {
-    const auto v = parse_numbers(o.bounds, "--bounds", {4});
-    auto* b = p->mutable_bounds();
-    b->set_walled(true);
-    b->mutable_min()->set_x(v[0]);
-    b->mutable_min()->set_y(v[1]);
-    b->mutable_max()->set_x(v[2]);
-    b->mutable_max()->set_y(v[3]);
-  }
-  if (o.unbounded) p->mutable_bounds()->set_walled(false);
-  // Mutual gravity. uniform: off; mutual: on, the uniform vector zeroed;
-  // both: on, the uniform vector kept.
-  if (!o.gravity_mode.empty()) {
-    if (o.gravity_mode == "uniform") {
-      p->mutable_mutual()->set_enabled(false);
-    } else if (o.gravity_mode == "mutual") {
-      if (!o.gravity.empty()) throw UsageError("params: --gravity-mode mutual has no uniform gravity: use both");
-      p->mutable_mutual()->set_enabled(true);
-      p->mutable_gravity()->set_x(0.0);
-      p->mutable_gravity()->set_y(0.0);
-    } else if (o.gravity_mode == "both") {
-      p->mutable_mutual()->set_enabled(true);
-    } else {
-      throw UsageError("--gravity-mode '" + o.gravity_mode + "': expected uniform, mutual or both");
-    }
-  }
-  if (!o.big_g.empty()) p->mutable_mutual()->set_g(parse_double(o.big_g, "--G"));
-  if (!o.softening.empty()) p->mutable_mutual()->set_softening(parse_double(o.softening, "--softening"));
-  if (!o.theta.empty()) p->mutable_mutual()->set_theta(parse_double(o.theta, "--theta"));
-  if (!o.gravity_method.empty()) {
-    v1::GravityMethod method{};
-    if (!client::parse_gravity_method(o.gravity_method, &method))
-      throw UsageError("--gravity-method '" + o.gravity_method + "': expected one of " +
-                       join(client::gravity_method_names()));
-    p->mutable_mutual()->set_method(method);
-  }
-  return command;
-}
-
 int run_ping(const Globals& g) {
   Session session(g);
   if (!session.open()) return kExitUsage;
@@ -370,8 +210,8 @@ int run_ping(const Globals& g) {
   return kExitOk;
 }
 
-int run_spawn(const Globals& g, const SpawnOptions& options) {
-  return run_one(g, make_spawn(options), [](const v1::CommandResult& r) {
+int run_spawn(const Globals& g, const v1::Command& command) {
+  return run_one(g, command, [](const v1::CommandResult& r) {
     const auto& ids = r.spawned().ids();
     if (ids.size() <= 20) {
       std::printf("spawned %d bod%s:", ids.size(), ids.size() == 1 ? "y" : "ies");
@@ -384,45 +224,36 @@ int run_spawn(const Globals& g, const SpawnOptions& options) {
   });
 }
 
-int run_remove(const Globals& g, const std::vector<std::uint32_t>& ids, bool all) {
-  if (ids.empty() && !all) throw UsageError("remove: give body ids or --all");
-  if (!ids.empty() && all) throw UsageError("remove: give body ids or --all, not both");
-  v1::Command command;
-  auto* remove = command.mutable_remove();
-  remove->set_all(all);
-  for (const auto id : ids) remove->add_ids(id);
+int run_remove(const Globals& g, const v1::Command& command) {
+  const v1::Remove& remove = command.remove();
   return run_one(g, command, [&](const v1::CommandResult& r) {
-    if (all) {
+    if (remove.all()) {
       std::printf("removed all bodies (tick %llu)\n", ull(r.tick()));
     } else {
-      std::printf("removed %zu bod%s (tick %llu)\n", ids.size(), ids.size() == 1 ? "y" : "ies", ull(r.tick()));
+      std::printf("removed %d bod%s (tick %llu)\n", remove.ids_size(), remove.ids_size() == 1 ? "y" : "ies",
+                  ull(r.tick()));
     }
   });
 }
 
-int run_set(const Globals& g, std::uint32_t id, const std::string& position, const std::string& velocity) {
-  if (position.empty() && velocity.empty()) throw UsageError("set: nothing to change (give --position and/or --velocity)");
-  v1::Command command;
-  auto* set = command.mutable_set_body();
-  set->set_id(id);
-  if (!position.empty()) *set->mutable_position() = parse_vec2(position, "--position");
-  if (!velocity.empty()) *set->mutable_velocity() = parse_vec2(velocity, "--velocity");
+int run_set(const Globals& g, const v1::Command& command) {
+  const std::uint32_t id = command.set_body().id();
   return run_one(g, command,
                  [&](const v1::CommandResult& r) { std::printf("body %u set (tick %llu)\n", id, ull(r.tick())); });
 }
 
-int run_impulse(const Globals& g, std::uint32_t id, const std::string& impulse) {
-  v1::Command command;
-  command.mutable_apply_impulse()->set_id(id);
-  *command.mutable_apply_impulse()->mutable_impulse() = parse_vec2(impulse, "impulse");
+int run_impulse(const Globals& g, const v1::Command& command) {
+  const std::uint32_t id = command.apply_impulse().id();
   return run_one(g, command, [&](const v1::CommandResult& r) {
     std::printf("impulse applied to body %u (tick %llu)\n", id, ull(r.tick()));
   });
 }
 
-int run_params(const Globals& g, const ParamsOptions& options) {
-  if (options.any()) {
-    return run_one(g, make_set_params(options),
+int run_params(const Globals& g, const v1::Command& command) {
+  // Every WorldParams field has presence: an option given, even as 0, is
+  // serialized.
+  if (command.set_params().params().ByteSizeLong() > 0) {
+    return run_one(g, command,
                    [](const v1::CommandResult& r) { std::printf("parameters set (tick %llu)\n", ull(r.tick())); });
   }
   Session session(g);
@@ -455,11 +286,10 @@ int run_reset(const Globals& g) {
   return run_one(g, command, [](const v1::CommandResult& r) { std::printf("reset at tick %llu\n", ull(r.tick())); });
 }
 
-int run_step(const Globals& g, std::uint64_t count) {
+int run_step(const Globals& g, const v1::Command& command) {
   Session session(g);
   if (!session.open()) return kExitUsage;
-  v1::Command command;
-  command.mutable_step()->set_count(count);
+  const std::uint64_t count = command.step().count();
   v1::CommandResult result;
   if (!session.call(command, &result, step_allowance(count, session.welcome().tick_hz()))) return kExitUsage;
   return finish(g, "step", result, [&] {

@@ -1,14 +1,12 @@
 #pragma once
-/// \file The carom-ctl commands. Each run_* function builds its request from
-/// the command line first (a UsageError before any connection is made), then
+/// \file The carom-ctl commands. Each run_* function takes its request as
+/// the command line built it (cli.hpp; a bad command line never gets here),
 /// connects as a controller, sends one command (or a script), prints the
 /// result and returns the process exit status (values.hpp: kExit*).
 ///
 /// Threading: the main thread only (watch and play install a SIGINT handler).
 
-#include <cstdint>
 #include <string>
-#include <vector>
 
 #include "carom/v1/protocol.pb.h"
 
@@ -22,41 +20,22 @@ struct Globals {
   double timeout_s = 10.0;                ///< connect and per-request wait, seconds
 };
 
-/// spawn: explicit bodies and at most one generator. Empty string = not given.
-struct SpawnOptions {
-  std::vector<std::string> bodies;  ///< "x,y[,vx,vy[,radius[,mass]]]"
-  std::string grid;                 ///< "X,Y": lower-left centre
-  std::string random_box;           ///< "X0,Y0,X1,Y1"
-  std::string random_disc;          ///< "X,Y,R"
-  std::string count, columns, rows, spacing, radius, speed, velocity, seed, mass;
-};
-
-/// params: what to change. Empty string / false = leave as it is.
-struct ParamsOptions {
-  std::string gravity, restitution, damping, solver, substeps, iterations, dt, density, tick_hz, bounds;
-  std::string gravity_mode, big_g, softening, gravity_method, theta;  // mutual gravity
-  bool unbounded = false;
-  bool any() const;
-};
-
-/// Radius of a body or generator when the command line gives none (m).
-inline constexpr double kDefaultRadius = 0.5;
-
-/// The Spawn command for `options` (throws UsageError).
-v1::Command make_spawn(const SpawnOptions& options);
-/// The SetParams command for `options` (throws UsageError).
-v1::Command make_set_params(const ParamsOptions& options);
-
 int run_ping(const Globals& g);
-int run_spawn(const Globals& g, const SpawnOptions& options);
-int run_remove(const Globals& g, const std::vector<std::uint32_t>& ids, bool all);
-int run_set(const Globals& g, std::uint32_t id, const std::string& position, const std::string& velocity);
-int run_impulse(const Globals& g, std::uint32_t id, const std::string& impulse);
-/// With no option: prints the parameters from the Welcome.
-int run_params(const Globals& g, const ParamsOptions& options);
+/// `command` is a Spawn.
+int run_spawn(const Globals& g, const v1::Command& command);
+/// `command` is a Remove.
+int run_remove(const Globals& g, const v1::Command& command);
+/// `command` is a SetBody.
+int run_set(const Globals& g, const v1::Command& command);
+/// `command` is an ApplyImpulse.
+int run_impulse(const Globals& g, const v1::Command& command);
+/// `command` is a SetParams; with no field of its params set, prints the
+/// parameters from the Welcome instead.
+int run_params(const Globals& g, const v1::Command& command);
 int run_pause(const Globals& g);
 int run_resume(const Globals& g);
-int run_step(const Globals& g, std::uint64_t count);
+/// `command` is a Step.
+int run_step(const Globals& g, const v1::Command& command);
 int run_reset(const Globals& g);
 /// An existing file is parsed here and sent inline; anything else is a name
 /// in the server's scenario directory.

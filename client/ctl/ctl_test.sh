@@ -50,11 +50,30 @@ contains() {
   fi
 }
 
-# Usage errors need no server.
+# Usage errors need no server: each is found before connecting (no server
+# listens on port 1, so a "cannot connect" would mean the line was accepted).
 expect 2 "malformed --body" -- "$ctl" --server 127.0.0.1:1 spawn --body 1,x
-contains "$work/err" "--body '1,x'" "usage error names the option"
+contains "$work/err" "--body = 1,x" "usage error names the option and the value"
 expect 2 "wrong arity" -- "$ctl" --server 127.0.0.1:1 spawn --body 1,2,3
+contains "$work/err" "--body: 1,2,3: expected 2, 4, 5 or 6 numbers, got 3" "body arity"
+expect 2 "missing half of a pair" -- "$ctl" --server 127.0.0.1:1 params --gravity 1
+contains "$work/err" "--gravity: 2 required X,Y missing" "missing half"
+expect 2 "not a number" -- "$ctl" --server 127.0.0.1:1 params --restitution high
+contains "$work/err" "--restitution = high" "not a number"
+expect 2 "negative id" -- "$ctl" --server 127.0.0.1:1 remove -1
+contains "$work/err" "'-1' is not a non-negative decimal integer" "negative id"
+expect 2 "count too big" -- "$ctl" --server 127.0.0.1:1 spawn --random-box 0,0,9,9 --count 4294967296
+contains "$work/err" "--count: '4294967296' is more than 4294967295" "count too big"
+expect 2 "NaN timeout" -- "$ctl" --server 127.0.0.1:1 --timeout nan ping
+contains "$work/err" "--timeout: 'nan' is not a finite number" "NaN timeout"
+expect 2 "grid without rows" -- "$ctl" --server 127.0.0.1:1 spawn --grid 0,0 --columns 3
+contains "$work/err" "--grid requires --rows" "grid needs rows"
+expect 2 "generator option without a generator" -- "$ctl" --server 127.0.0.1:1 spawn --body 1,2 --count 3
+contains "$work/err" "--count requires a generator" "count needs a generator"
+expect 2 "bounds and unbounded" -- "$ctl" --server 127.0.0.1:1 params --bounds 0,0,9,9 --unbounded
+contains "$work/err" "--bounds excludes --unbounded" "bounds excludes unbounded"
 expect 2 "nothing to spawn" -- "$ctl" --server 127.0.0.1:1 spawn
+contains "$work/err" "is required" "nothing to spawn"
 expect 2 "no subcommand" -- "$ctl"
 expect 0 "help" -- "$ctl" spawn --help
 contains "$work/out" "--random-box" "spawn --help"
