@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "carom/spatial_hash.hpp"
+
 namespace carom::detail {
 
 /// A candidate pair of storage indices, a < b (so id(a) < id(b)).
@@ -16,15 +18,6 @@ struct Pair {
   friend bool operator==(Pair, Pair) = default;
   friend auto operator<=>(Pair, Pair) = default;
 };
-
-/// The one predicate both the broad phase and its brute-force reference use:
-/// the discs of radius e_i and e_j around the two centres overlap (strictly).
-inline bool extents_overlap(double xi, double yi, double ei, double xj, double yj, double ej) {
-  const double dx = xj - xi;
-  const double dy = yj - yi;
-  const double reach = ei + ej;
-  return dx * dx + dy * dy < reach * reach;
-}
 
 /// The pair list, kept as the per-block lists the search wrote (joining them
 /// would double the peak memory). The list is the blocks in order.
@@ -44,7 +37,7 @@ struct PairBlocks {
 
 /// Scratch buffers reused from call to call (no allocation in steady state).
 struct BroadPhase {
-  std::vector<std::uint32_t> bucket_end;  // per bucket: end of its run in the sorted arrays
+  std::vector<std::uint32_t> bucket_start;  // bucket h: sorted positions [bucket_start[h], bucket_start[h + 1])
   std::vector<std::uint32_t> sorted;      // sorted position -> storage index
   std::vector<float> sx, sy;              // sorted positions relative to the bounding box's middle, as float
   std::vector<double> se;                 // sorted extents (empty when all are equal)
@@ -54,7 +47,7 @@ struct BroadPhase {
   /// this after each search: they would otherwise sit beside the colouring
   /// at the moment memory peaks.
   void release() {
-    std::vector<std::uint32_t>().swap(bucket_end);
+    std::vector<std::uint32_t>().swap(bucket_start);
     std::vector<std::uint32_t>().swap(sorted);
     std::vector<float>().swap(sx);
     std::vector<float>().swap(sy);
@@ -91,7 +84,7 @@ BodyRange body_range(std::span<const double> x, std::span<const double> y, std::
 BodyRange body_range(std::span<const float> x, std::span<const float> y, std::span<const double> radius);
 
 /// All pairs i < j whose extents r_i + margin and r_j + margin overlap
-/// (extents_overlap), each exactly once, in an order that depends only on the
+/// (discs_overlap), each exactly once, in an order that depends only on the
 /// inputs (never on the thread count). Call from inside the World's arena.
 void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
                 double margin, BroadPhase& scratch, PairBlocks& out);

@@ -127,12 +127,6 @@ inline double extent_of(double r, double speed, double span, double reach) {
   return (r + speed * span) * (1.0 + kExtentSlack) + kCoordinateSlack * reach;
 }
 
-// The discs of radius ei and ej around the two centres overlap (strictly).
-inline bool discs_overlap(double xi, double yi, double ei, double xj, double yj, double ej) {
-  const double dx = xj - xi, dy = yj - yi, reach = ei + ej;
-  return dx * dx + dy * dy < reach * reach;
-}
-
 // `horizon`: the caller needs no impact later than this (s); answering -1
 // for one that is surely later saves the root. "Surely": the pair is still
 // closing at the horizon and its squared distance there exceeds sigma^2 by
@@ -163,27 +157,6 @@ double time_of_impact(double dpx, double dpy, double dvx, double dvy, double sig
   return impact_time(dpx, dpy, dvx, dvy, sigma, resting);
 }
 
-namespace {
-// The grid's cells wrap onto a W x H torus of buckets (W H = bucket count), as
-// in the broad phase: neighbouring cells are neighbouring buckets, so a row of
-// three cells is one run of the sorted bodies. Cells W or H apart share a
-// bucket; the distance test tells them apart.
-struct Torus {
-  std::uint32_t mask, width;
-  std::uint32_t operator()(std::int64_t cx, std::int64_t cy) const {
-    return (static_cast<std::uint32_t>(cy) * width + static_cast<std::uint32_t>(cx)) & mask;
-  }
-};
-// Cell coordinates are clamped to +-2^28: monotone, so bodies closer than a
-// cell stay at most one cell apart (far-away ones may share edge cells).
-inline std::int64_t grid_coord(double v, double inv) {
-  // floor without a library call: truncate, then step down below zero.
-  const double q = std::clamp(v * inv, -268435456.0, 268435456.0);
-  const auto t = static_cast<std::int64_t>(q);
-  return t - (q < static_cast<double>(t) ? 1 : 0);
-}
-}  // namespace
-
 void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, const ContinuousOptions& o) {
   const std::size_t n = b.size();
   box_ = p.bounds;
@@ -197,10 +170,6 @@ void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, con
   order_.resize(n);
   loop_of_.resize(n);
   extra_.clear();
-  disc_levels_ = 0;
-  disc_head_.assign(1024, kNone);
-  disc_node_.clear();
-  for (auto& l : disc_level_bodies_) l.clear();
   stamp_.assign(n, 0);
   stamp_now_ = 0;
 
@@ -253,11 +222,12 @@ void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, con
   for (std::size_t i = 0; i < n; i += stride) sample.push_back(ext_[i]);
   grid_e_ = quantile(sample, 19, 20);
   grid_inv_ = 1.0 / (2.0 * grid_e_ * (1.0 + kExtentSlack));
-  disc_s0_ = 2.0 * grid_e_ * (1.0 + kExtentSlack);
-  const auto buckets = std::bit_ceil(static_cast<std::uint32_t>(std::max<std::size_t>(n, 64)));
-  const Torus torus{buckets - 1, 1u << ((std::countr_zero(buckets) + 1) / 2)};
-  grid_mask_ = torus.mask;
-  grid_width_ = torus.width;
+  discs_.reset(2.0 * grid_e_ * (1.0 + kExtentSlack));
+  // The grid's cells wrap onto a torus of buckets, as in the broad phase (one
+  // level): a row of three cells is one run of the sorted bodies.
+  grid_hash_ = TorusHash::for_bodies(n);
+  const TorusHash torus = grid_hash_;
+  const std::uint32_t buckets = torus.buckets();
   grid_start_.assign(buckets + 1, 0);
   cell_.resize(n);
   std::size_t ng = 0;
@@ -266,7 +236,7 @@ void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, con
       cell_[i] = kNone;
       continue;
     }
-    cell_[i] = torus(grid_coord(b.x[i], grid_inv_), grid_coord(b.y[i], grid_inv_));
+    cell_[i] = torus(0, cell_coord(b.x[i], grid_inv_), cell_coord(b.y[i], grid_inv_));
     ++grid_start_[cell_[i] + 1];
     ++ng;
   }
@@ -282,7 +252,7 @@ void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, con
       if (cell_[i] != kNone) {
         order_[fill_[cell_[i]]++] = static_cast<std::uint32_t>(i);
       } else {
-        const std::uint64_t h = torus(grid_coord(b.x[i], grid_inv_), grid_coord(b.y[i], grid_inv_));
+        const std::uint64_t h = torus(0, cell_coord(b.x[i], grid_inv_), cell_coord(b.y[i], grid_inv_));
         rest_.push_back(h << 32 | i);
       }
     }
@@ -324,7 +294,7 @@ void ContinuousSolver::find_swept_pairs(const BodyStore& b, const Params& p, con
   // then is placed itself.
   for (std::size_t k = ng; k < n; ++k) {
     find_neighbours(static_cast<std::uint32_t>(k));
-    disc_insert(static_cast<std::uint32_t>(k));
+    discs_.insert(static_cast<std::uint32_t>(k), cold_[k].cx, cold_[k].cy, cold_[k].ext);
   }
 }
 
@@ -570,7 +540,7 @@ void ContinuousSolver::predict_events() {
     // time of impact, offered to both bodies' earliest event. Fixed blocks of
     // bodies in parallel: a block updates only its own bodies and defers the
     // rest, applied after in block order (a minimum: the order cannot matter).
-    const Torus torus{grid_mask_, grid_width_};
+    const TorusHash torus = grid_hash_;
     const std::size_t ng = grid_count_;
     const std::size_t gb = block_count(ng, kBlock);
     found_.resize(gb);
@@ -596,22 +566,11 @@ void ContinuousSolver::predict_events() {
             nhits += static_cast<std::size_t>(discs_overlap(x, y, e, gx_[q], gy_[q], ge_[q]));
           }
         };
-        auto scan_row = [&](std::int64_t lo, std::int64_t hi, std::int64_t cy, bool after) {
-          const std::uint32_t h0 = torus(lo, cy), h1 = torus(hi, cy);
-          if (h1 >= h0 && h1 - h0 == hi - lo) {
-            scan(after ? k + 1 : grid_start_[h0], grid_start_[h1 + 1]);
-            return;
-          }
-          for (std::int64_t cx = lo; cx <= hi; ++cx) {
-            const std::uint32_t h = torus(cx, cy);
-            scan((after && cx == lo) ? k + 1 : grid_start_[h], grid_start_[h + 1]);
-          }
-        };
-        const std::int64_t cx = grid_coord(x, grid_inv_), cy = grid_coord(y, grid_inv_);
+        const std::int64_t cx = cell_coord(x, grid_inv_), cy = cell_coord(y, grid_inv_);
         // The row above is met again a row of bodies later, long out of
         // cache: ask for the bodies a little ahead there.
         {
-          const std::uint32_t ahead = grid_start_[torus(cx - 1, cy + 1)] + kRowAhead;
+          const std::uint32_t ahead = grid_start_[torus(0, cx - 1, cy + 1)] + kRowAhead;
           if (ahead + 1 < ng) {
             prefetch(&hot_[ahead]);
             prefetch(&hot_[ahead + 1]);
@@ -619,8 +578,9 @@ void ContinuousSolver::predict_events() {
             prefetch(&cold_[ahead + 1]);
           }
         }
-        scan_row(cx, cx + 1, cy, true);
-        scan_row(cx - 1, cx + 1, cy + 1, false);
+        // Own cell (later bodies) and east, then the row above (scan_row).
+        scan_row(torus, grid_start_.data(), 0, cx, cx + 1, cy, true, k + 1, scan);
+        scan_row(torus, grid_start_.data(), 0, cx - 1, cx + 1, cy + 1, false, k + 1, scan);
         for (std::size_t h = 0; h < nhits; ++h) {
           const std::uint32_t q = hits[h];
           out.push_back({k, q});
@@ -746,76 +706,14 @@ void ContinuousSolver::find_neighbours(std::uint32_t i) {
     for (std::uint32_t j = 0; j < n; ++j) visit(j);
     return;
   }
-  const Torus torus{grid_mask_, grid_width_};
-  const std::int64_t x0 = grid_coord(qx - reach, grid_inv_), x1 = grid_coord(qx + reach, grid_inv_);
-  const std::int64_t y0 = grid_coord(qy - reach, grid_inv_), y1 = grid_coord(qy + reach, grid_inv_);
+  const std::int64_t x0 = cell_coord(qx - reach, grid_inv_), x1 = cell_coord(qx + reach, grid_inv_);
+  const std::int64_t y0 = cell_coord(qy - reach, grid_inv_), y1 = cell_coord(qy + reach, grid_inv_);
   for (std::int64_t cy = y0; cy <= y1; ++cy)
     for (std::int64_t cx = x0; cx <= x1; ++cx) {
-      const std::uint32_t h = torus(cx, cy);
+      const std::uint32_t h = grid_hash_(0, cx, cy);
       for (std::uint32_t q = grid_start_[h]; q < grid_start_[h + 1]; ++q) visit(q);
     }
-  disc_query(qx, qy, qe, visit);
-}
-
-namespace {
-inline std::uint32_t disc_hash(std::uint32_t level, std::int64_t cx, std::int64_t cy, std::uint32_t mask) {
-  std::uint64_t h = static_cast<std::uint64_t>(cx) * 0x9E3779B97F4A7C15ull;
-  h ^= static_cast<std::uint64_t>(cy) * 0xC2B2AE3D27D4EB4Full;
-  h ^= std::uint64_t{level} * 0x165667B19E3779F9ull;
-  h ^= h >> 29;
-  return static_cast<std::uint32_t>(h) & mask;
-}
-constexpr std::uint32_t kDiscLevels = 64;
-}  // namespace
-
-void ContinuousSolver::disc_insert(std::uint32_t i) {
-  const Cold& c = cold_[i];
-  std::uint32_t level = 0;
-  while (level + 1 < kDiscLevels && 2.0 * c.ext > std::ldexp(disc_s0_, static_cast<int>(level))) ++level;
-  const double inv = 1.0 / std::ldexp(disc_s0_, static_cast<int>(level));
-  const auto cx = static_cast<std::int64_t>(std::floor(c.cx * inv));
-  const auto cy = static_cast<std::int64_t>(std::floor(c.cy * inv));
-  if (disc_node_.size() >= 2 * disc_head_.size()) {
-    // Grow: rehash every node into twice the buckets.
-    disc_head_.assign(2 * disc_head_.size(), kNone);
-    const auto mask = static_cast<std::uint32_t>(disc_head_.size() - 1);
-    for (std::uint32_t k = 0; k < disc_node_.size(); ++k) {
-      DiscNode& d = disc_node_[k];
-      const std::uint32_t h = disc_hash(d.level, d.cx, d.cy, mask);
-      d.next = disc_head_[h];
-      disc_head_[h] = k;
-    }
-  }
-  const auto mask = static_cast<std::uint32_t>(disc_head_.size() - 1);
-  const std::uint32_t h = disc_hash(level, cx, cy, mask);
-  disc_node_.push_back({i, disc_head_[h], level, cx, cy});
-  disc_head_[h] = static_cast<std::uint32_t>(disc_node_.size() - 1);
-  if (disc_level_bodies_.size() <= level) disc_level_bodies_.resize(level + 1);
-  disc_level_bodies_[level].push_back(i);
-  disc_levels_ |= std::uint64_t{1} << level;
-}
-
-template <class Visit>
-void ContinuousSolver::disc_query(double x, double y, double e, Visit&& visit) const {
-  const auto mask = static_cast<std::uint32_t>(disc_head_.size() - 1);
-  for (std::uint64_t lv = disc_levels_; lv != 0; lv &= lv - 1) {
-    const auto level = static_cast<std::uint32_t>(std::countr_zero(lv));
-    const double inv = 1.0 / std::ldexp(disc_s0_, static_cast<int>(level));
-    // A disc of this level has 2 e_j <= s: its centre is within e + s / 2.
-    const double reach = e + 0.5 / inv;
-    const double fx0 = std::floor((x - reach) * inv), fx1 = std::floor((x + reach) * inv);
-    const double fy0 = std::floor((y - reach) * inv), fy1 = std::floor((y + reach) * inv);
-    const auto& bodies = disc_level_bodies_[level];
-    if ((fx1 - fx0 + 1.0) * (fy1 - fy0 + 1.0) > static_cast<double>(bodies.size())) {
-      for (const std::uint32_t j : bodies) visit(j);
-      continue;
-    }
-    for (auto cy = static_cast<std::int64_t>(fy0); cy <= static_cast<std::int64_t>(fy1); ++cy)
-      for (auto cx = static_cast<std::int64_t>(fx0); cx <= static_cast<std::int64_t>(fx1); ++cx)
-        for (std::uint32_t k = disc_head_[disc_hash(level, cx, cy, mask)]; k != kNone; k = disc_node_[k].next)
-          if (disc_node_[k].level == level && disc_node_[k].cx == cx && disc_node_[k].cy == cy)
-            visit(disc_node_[k].body);
-  }
+  discs_.query(qx, qy, qe, visit);
 }
 
 void ContinuousSolver::moved(std::uint32_t i, double now) {
@@ -835,7 +733,7 @@ void ContinuousSolver::moved(std::uint32_t i, double now) {
   c.cy = bi.y;
   c.ext = extent_of(bi.r, std::max(speed, v_floor_), rest, std::max(reach_, std::abs(bi.x) + std::abs(bi.y)));
   find_neighbours(i);
-  disc_insert(i);
+  discs_.insert(i, c.cx, c.cy, c.ext);
 }
 
 // --- the event loop -----------------------------------------------------------

@@ -9,6 +9,7 @@
 
 #include "body_store.hpp"
 #include "carom/params.hpp"
+#include "carom/spatial_hash.hpp"
 #include "carom/stats.hpp"
 
 namespace carom::detail {
@@ -129,9 +130,6 @@ class ContinuousSolver {
   void moved(std::uint32_t i, double now);
   void find_neighbours(std::uint32_t i);
   void add_neighbours(std::uint32_t i, std::uint32_t j);
-  void disc_insert(std::uint32_t i);
-  template <class Visit>
-  void disc_query(double x, double y, double e, Visit&& visit) const;
 
   Bounds box_;
   double restitution_ = 1.0;
@@ -149,7 +147,7 @@ class ContinuousSolver {
   // or largest bodies, one cell per body); its bodies are loop indices
   // [0, grid_count_), bucket h holding [grid_start_[h], grid_start_[h + 1]).
   double grid_e_ = 0.0, grid_inv_ = 1.0;
-  std::uint32_t grid_mask_ = 0, grid_width_ = 1;
+  TorusHash grid_hash_;
   std::size_t grid_count_ = 0;
   std::vector<std::uint32_t> grid_start_;
   std::vector<double> gx_, gy_, ge_;  // the grid's discs, loop order
@@ -164,20 +162,11 @@ class ContinuousSolver {
   std::vector<std::vector<Deferred>> deferred_;
   std::vector<std::vector<std::uint32_t>> hits_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> extra_;  // (neighbour, next)
-  // Queries read the grid and a small hash of the discs placed since
-  // (multi-level: level l has cells of side s0 2^l and holds discs with
-  // 2 e <= s0 2^l, s0 the grid's cell).
+  // Queries read the grid and a small hash of the discs placed since (its
+  // finest cells the grid's), stamping the bodies they met.
   std::vector<std::uint32_t> stamp_;
   std::uint32_t stamp_now_ = 0;
-  struct DiscNode {
-    std::uint32_t body, next, level;
-    std::int64_t cx, cy;
-  };
-  double disc_s0_ = 1.0;
-  std::uint64_t disc_levels_ = 0;
-  std::vector<std::uint32_t> disc_head_;
-  std::vector<DiscNode> disc_node_;
-  std::vector<std::vector<std::uint32_t>> disc_level_bodies_;
+  DiscHash discs_;
   // The calendar.
   double bucket_scale_ = 0.0;  // buckets per second
   std::size_t bucket_now_ = 0;
