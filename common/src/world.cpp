@@ -17,7 +17,7 @@
 #include "body_store.hpp"
 #include "broad_phase.hpp"
 #include "carom/format.hpp"
-#include "continuous.hpp"
+#include "continuous/solver.hpp"
 #include "gravity.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
