@@ -1,8 +1,9 @@
-// Broad phase: find_pairs.
+// Broad phase: find_pairs, and PairAnchors (when the list is rebuilt).
 //
 // Reads:  positions and radii in storage (id) order; the margin (half the skin).
 // Writes: the candidate pair list, pairs (a, b) of storage indices with a < b
-//         whose extents (radius + margin) overlap, as per-block lists.
+//         whose extents (radius + margin) overlap, as per-block lists; the
+//         anchors and skin the list was built from.
 //
 // Each body lives in one cell of one level of a uniform grid; level k has cells
 // of side s0 * 2^k and holds the bodies with 2 * extent <= s_k, so the cell
@@ -368,6 +369,102 @@ std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<co
     for (std::uint32_t j = i + 1; j < n; ++j)
       if (discs_overlap(x[i], y[i], radius[i] + margin, x[j], y[j], radius[j] + margin)) pairs.push_back({i, j});
   return pairs;
+}
+
+
+// --- when to rebuild: PairAnchors ---------------------------------------------
+
+namespace {
+
+// The skin is at least this many smallest radii.
+constexpr double kMinSkin = 0.05;
+
+// Rounding to float is off by at most 2^-24 of a value (to nearest); with
+// room to spare, and for subnormals. `xmax`: the largest |coordinate|.
+double anchor_error(double xmax) { return 6e-8 * xmax + 1e-30; }
+
+}  // namespace
+
+void PairAnchors::begin_step(std::size_t n) {
+  if (restored_ && restored_->x.size() == n) {
+    x_ = restored_->x;
+    y_ = restored_->y;
+    skin_ = restored_->skin;
+    double xmax = 0.0;
+    for (std::size_t i = 0; i < x_.size(); ++i)
+      xmax = std::max({xmax, std::abs(static_cast<double>(x_[i])), std::abs(static_cast<double>(y_[i]))});
+    error_ = x_.empty() ? 0.0 : anchor_error(xmax);
+  }
+  if (x_.size() != n) {
+    // Bodies were added or removed: the list is rebuilt anyway, which
+    // refills the anchors; until then only their size matters.
+    x_.resize(n);
+    y_.resize(n);
+    stale_ = true;
+  }
+}
+
+bool PairAnchors::needs_rebuild(double d2) {
+  const double half_skin = 0.5 * skin_ * 0.99;
+  const bool far = moved_at_most(d2, error_) > half_skin * half_skin;
+  if (far) restored_.reset();
+  return stale_ || far;
+}
+
+BodyRange PairAnchors::anchor(const BodyStore& b, double dt) {
+  const std::size_t n = b.size();
+  constexpr std::size_t kAnchorBlock = 2048;
+  // A restored world's anchors and skin are already in place (begin_step).
+  const bool restored = restored_.has_value() && restored_->x.size() == n;
+  x_.resize(n);
+  y_.resize(n);
+  // One pass: the anchors, the fastest speed, the radius sum, and the range.
+  // Exact max/min per block; the radius sum is per fixed block, in order.
+  const std::size_t nb = block_count(n, kAnchorBlock);
+  std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
+  std::vector<BodyRange> block_range(nb);
+  for_blocks(n, kAnchorBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    const double* const xs = b.x.data();
+    const double* const ys = b.y.data();
+    const double* const vxs = b.vx.data();
+    const double* const vys = b.vy.data();
+    const double* const rs = b.r.data();
+    float* const xbs = x_.data();
+    float* const ybs = y_.data();
+    double v2 = 0.0, rsum = 0.0;
+    BodyRange range;
+    for (std::size_t i = i0; i < i1; ++i) {
+      if (!restored) {
+        xbs[i] = static_cast<float>(xs[i]);
+        ybs[i] = static_cast<float>(ys[i]);
+      }
+      v2 = std::max(v2, vxs[i] * vxs[i] + vys[i] * vys[i]);
+      range.add(xbs[i], ybs[i], rs[i]);
+      rsum += rs[i];
+    }
+    block_v2[blk] = v2;
+    block_range[blk] = range;
+    block_rsum[blk] = rsum;
+  });
+  double vmax2 = 0.0, rsum = 0.0;
+  BodyRange range;
+  for (std::size_t k = 0; k < nb; ++k) {
+    vmax2 = std::max(vmax2, block_v2[k]);
+    range.merge(block_range[k]);
+    rsum += block_rsum[k];
+  }
+  const double rmin = n > 0 ? range.rmin : 1.0;
+  const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
+  // So that one very fast body cannot make every body a candidate of every
+  // other, the skin stops at 4 mean radii.
+  if (!restored) skin_ = std::clamp(3.0 * std::sqrt(vmax2) * dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
+  restored_.reset();
+  const double xmax = n > 0 ? std::max({std::abs(range.xmin), std::abs(range.xmax), std::abs(range.ymin),
+                                        std::abs(range.ymax)})
+                            : 0.0;
+  error_ = n > 0 ? anchor_error(xmax) : 0.0;
+  stale_ = false;
+  return range;
 }
 
 }  // namespace carom::detail
