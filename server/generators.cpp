@@ -1,6 +1,6 @@
 // Generators: grid, random box, random disc.
 //
-// Random placement is rejection sampling against a uniform hash grid of the
+// Random placement is rejection sampling against a spatial hash of the
 // obstacles (existing bodies near the region, bodies pending in the same
 // command, bodies placed so far). Everything random comes from one splitmix64
 // stream per generator, consumed in a fixed order (per body: radius; per try:
@@ -13,9 +13,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include "carom/random.hpp"
+#include "carom/spatial_hash.hpp"
 #include "convert.hpp"
 
 namespace carom::server {
@@ -38,62 +38,30 @@ class Rng : public SplitMix64 {
   }
 };
 
-// Circles already there. Cells are square, of side at least the largest
-// generated diameter, so a new body covers at most 2 x 2 cells; an obstacle
-// that would cover many cells is checked against every try instead.
+// Circles already there, in carom's disc hash (finest cells 2 rmax wide, so
+// a generated body's neighbours are a few cells; larger obstacles sit on
+// coarser levels).
 class Obstacles {
  public:
-  Obstacles(Vec2 origin, double cell) : origin_(origin), cell_(cell) {}
+  explicit Obstacles(double cell) { hash_.reset(cell); }
 
   void add(double x, double y, double r) {
-    const auto index = static_cast<std::uint32_t>(x_.size());
+    hash_.insert(static_cast<std::uint32_t>(x_.size()), x, y, r);
     x_.push_back(x);
     y_.push_back(y);
     r_.push_back(r);
-    const double cx0 = std::floor((x - r - origin_.x) / cell_), cx1 = std::floor((x + r - origin_.x) / cell_);
-    const double cy0 = std::floor((y - r - origin_.y) / cell_), cy1 = std::floor((y + r - origin_.y) / cell_);
-    if (!((cx1 - cx0 + 1.0) * (cy1 - cy0 + 1.0) <= kMaxCells)) {
-      big_.push_back(index);
-      return;
-    }
-    for (double cy = cy0; cy <= cy1; ++cy)
-      for (double cx = cx0; cx <= cx1; ++cx) cells_[key(cx, cy)].push_back(index);
   }
 
   bool overlaps(double x, double y, double r) const {
-    for (const std::uint32_t i : big_)
-      if (overlap(i, x, y, r)) return true;
-    const double cx0 = std::floor((x - r - origin_.x) / cell_), cx1 = std::floor((x + r - origin_.x) / cell_);
-    const double cy0 = std::floor((y - r - origin_.y) / cell_), cy1 = std::floor((y + r - origin_.y) / cell_);
-    for (double cy = cy0; cy <= cy1; ++cy) {
-      for (double cx = cx0; cx <= cx1; ++cx) {
-        const auto it = cells_.find(key(cx, cy));
-        if (it == cells_.end()) continue;
-        for (const std::uint32_t i : it->second)
-          if (overlap(i, x, y, r)) return true;
-      }
-    }
-    return false;
+    // Candidates from a disc a hair wider than r, so that the rounding of the
+    // hash's cell arithmetic never hides one; the predicate decides.
+    const double reach = r * (1.0 + 1e-9) + 1e-12 * (std::abs(x) + std::abs(y));
+    return hash_.query(x, y, reach, [&](std::uint32_t i) { return discs_overlap(x_[i], y_[i], r_[i], x, y, r); });
   }
 
  private:
-  static constexpr double kMaxCells = 16.0;
-
-  // Distinct cells may share a key: that only costs a few extra distance checks.
-  static std::uint64_t key(double cx, double cy) {
-    return static_cast<std::uint64_t>(static_cast<std::int64_t>(cx)) * 0x9E3779B97F4A7C15ull ^
-           static_cast<std::uint64_t>(static_cast<std::int64_t>(cy));
-  }
-  bool overlap(std::uint32_t i, double x, double y, double r) const {
-    const double dx = x - x_[i], dy = y - y_[i], reach = r + r_[i];
-    return dx * dx + dy * dy < reach * reach;
-  }
-
-  Vec2 origin_;
-  double cell_;
+  DiscHash hash_;
   std::vector<double> x_, y_, r_;
-  std::vector<std::uint32_t> big_;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> cells_;
 };
 
 // What the two random generators share.
@@ -152,7 +120,7 @@ Status place(const RandomSpec& s, const World& world, std::span<const BodyDesc> 
              std::vector<BodyDesc>* out) {
   const Bounds& box = world.params().bounds;
   const double rmax = s.radius.max();
-  Obstacles obstacles(s.lo, 2.0 * rmax);
+  Obstacles obstacles(2.0 * rmax);
   // Only obstacles that can reach the region matter (NaN fails the test).
   auto near = [&](double x, double y, double r) {
     return x + r > s.lo.x - rmax && x - r < s.hi.x + rmax && y + r > s.lo.y - rmax && y - r < s.hi.y + rmax;

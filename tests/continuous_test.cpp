@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "carom/world.hpp"
-#include "continuous.hpp"
+#include "continuous/time_of_impact.hpp"
 #include "support/scenes.hpp"
 
 namespace carom {

@@ -1,8 +1,9 @@
-// Broad phase: find_pairs.
+// Broad phase: find_pairs, and PairAnchors (when the list is rebuilt).
 //
 // Reads:  positions and radii in storage (id) order; the margin (half the skin).
 // Writes: the candidate pair list, pairs (a, b) of storage indices with a < b
-//         whose extents (radius + margin) overlap, as per-block lists.
+//         whose extents (radius + margin) overlap, as per-block lists; the
+//         anchors and skin the list was built from.
 //
 // Each body lives in one cell of one level of a uniform grid; level k has cells
 // of side s0 * 2^k and holds the bodies with 2 * extent <= s_k, so the cell
@@ -43,40 +44,9 @@ namespace {
 
 constexpr std::size_t kBlock = 512;
 constexpr int kMaxLevels = 16;
-// Cell coordinates are clamped to +-2^28. Clamping is monotone and moves
-// neighbours at most together, so far-away bodies share edge cells (slower, but
-// still exact: the distance test decides).
-constexpr double kCellClamp = 268435456.0;
-
-struct Grid {
-  double s0 = 1.0;
-  double size[kMaxLevels];
-  double inv[kMaxLevels];
-};
-
-std::int64_t cell_coord(double v, double inv) {
-  double c = std::floor(v * inv);
-  c = std::clamp(c, -kCellClamp, kCellClamp);
-  return static_cast<std::int64_t>(c);
-}
-
-std::uint32_t level_of(double extent, const Grid& g) {
-  std::uint32_t k = 0;
-  while (k + 1 < kMaxLevels && 2.0 * extent > g.size[k]) ++k;
-  return k;
-}
-
-// The spatial hash: cells wrap onto a W x H torus of buckets (W H = bucket
-// count), so neighbouring cells are neighbouring buckets and a row of three
-// cells is one contiguous run of the sorted arrays. Cells a multiple of W or H
-// apart share a bucket; the exact key check filters them.
-struct Hash {
-  std::uint32_t mask;
-  std::uint32_t width;
-  std::uint32_t operator()(std::uint32_t level, std::int64_t cx, std::int64_t cy) const {
-    return (static_cast<std::uint32_t>(cy) * width + static_cast<std::uint32_t>(cx) + level * 0x9E3779B1u) & mask;
-  }
-};
+// The grid's levels; cells are clamped (cell_coord), and all levels share one
+// TorusHash of buckets (see carom/spatial_hash.hpp).
+using Grid = CellLevels<kMaxLevels>;
 
 // What the pair search reads. Each block takes it by value: reached through
 // the captures of nested lambdas, every pointer was reloaded from memory after
@@ -89,7 +59,7 @@ struct SearchInput {
   const double* se;  // sorted extents; unused when all are equal (emin)
   const std::uint8_t* slevel;  // sorted levels; unused with a single level
   const std::uint32_t* sorted;
-  const std::uint32_t* bucket_end;
+  const std::uint32_t* bucket_start;
   const T* x;  // exact positions (the anchors: double, or float) and radii, storage order, for the band
   const T* y;
   const double* radius;
@@ -98,7 +68,7 @@ struct SearchInput {
   double band;  // bound on |distance from the floats - exact distance|
   std::uint32_t levels;  // bit k set when level k holds a body
   std::uint32_t level0;  // the lowest occupied level
-  Hash hash;
+  TorusHash hash;
   const Grid* grid;
 };
 
@@ -106,7 +76,7 @@ struct SearchInput {
 // to call (kept out of line: the search loop stays small).
 template <class T>
 [[gnu::noinline, gnu::cold]] bool exact_overlap(const SearchInput<T>& in, std::uint32_t i, std::uint32_t j) {
-  return extents_overlap(in.x[i], in.y[i], in.radius[i] + in.margin, in.x[j], in.y[j], in.radius[j] + in.margin);
+  return discs_overlap(in.x[i], in.y[i], in.radius[i] + in.margin, in.x[j], in.y[j], in.radius[j] + in.margin);
 }
 
 // The pairs of sorted positions [p0, p1) with their partners (see the file
@@ -118,12 +88,11 @@ void search_block(const SearchInput<T> in, std::size_t p0, std::size_t p1, std::
   const double* const se = in.se;
   const std::uint8_t* const slevel = in.slevel;
   const std::uint32_t* const sorted = in.sorted;
-  const std::uint32_t* const bucket_end = in.bucket_end;
-  const Hash hash = in.hash;
+  const std::uint32_t* const bucket_start = in.bucket_start;
+  const TorusHash hash = in.hash;
   const Grid& g = *in.grid;
   const double band = in.band;
   auto extent_at = [&](std::uint32_t p) { return Uniform ? in.emin : se[p]; };
-  auto bucket_begin = [&](std::uint32_t h) { return h == 0 ? 0u : bucket_end[h - 1]; };
   // Squared distances from the floats below lo2 are overlaps for sure, at or
   // above hi2 are not (the bound, widened by the double rounding of d^2).
   auto bounds_for = [band](double reach, double& lo2, double& hi2) {
@@ -160,19 +129,12 @@ void search_block(const SearchInput<T> in, std::size_t p0, std::size_t p1, std::
       local.push_back(Pair{std::min(i, j), std::max(i, j)});
     }
   };
-  // A row of cells cx_lo..cx_hi: one run when the buckets do not wrap,
-  // else cell by cell. `after` limits the first cell to positions after p.
-  auto scan_row = [&](std::uint32_t p, std::uint32_t level, std::int64_t cx_lo, std::int64_t cx_hi, std::int64_t cy,
-                      bool after) {
-    const std::uint32_t h0 = hash(level, cx_lo, cy), h1 = hash(level, cx_hi, cy);
-    if (h1 >= h0 && h1 - h0 == cx_hi - cx_lo) {
-      scan(p, after ? p + 1 : bucket_begin(h0), bucket_end[h1], level);
-      return;
-    }
-    for (std::int64_t cx = cx_lo; cx <= cx_hi; ++cx) {
-      const std::uint32_t h = hash(level, cx, cy);
-      scan(p, (after && cx == cx_lo) ? p + 1 : bucket_begin(h), bucket_end[h], level);
-    }
+  // A row of cells cx_lo..cx_hi (scan_row: one run when the buckets do not
+  // wrap). `after` limits the first cell to positions after p.
+  auto row = [&](std::uint32_t p, std::uint32_t level, std::int64_t cx_lo, std::int64_t cx_hi, std::int64_t cy,
+                 bool after) {
+    scan_row(hash, bucket_start, level, cx_lo, cx_hi, cy, after, p + 1,
+             [&](std::uint32_t q, std::uint32_t end) __attribute__((always_inline)) { scan(p, q, end, level); });
   };
   for (std::size_t pp = p0; pp < p1; ++pp) {
     const auto p = static_cast<std::uint32_t>(pp);
@@ -182,14 +144,14 @@ void search_block(const SearchInput<T> in, std::size_t p0, std::size_t p1, std::
     const std::int64_t cy = cell_coord(sy[p], g.inv[k]);
     // Same level: own cell (later positions) and east; then the three cells
     // of the row above. The other four neighbours find p themselves.
-    scan_row(p, k, cx, cx + 1, cy, true);
-    scan_row(p, k, cx - 1, cx + 1, cy + 1, false);
+    row(p, k, cx, cx + 1, cy, true);
+    row(p, k, cx - 1, cx + 1, cy + 1, false);
     if (OneLevel) continue;
     for (std::uint32_t up = in.levels & ~((2u << k) - 1); up != 0; up &= up - 1) {
       const std::uint32_t l = static_cast<std::uint32_t>(std::countr_zero(up));
       const std::int64_t ux = cell_coord(sx[p], g.inv[l]);
       const std::int64_t uy = cell_coord(sy[p], g.inv[l]);
-      for (std::int64_t dy = -1; dy <= 1; ++dy) scan_row(p, l, ux - 1, ux + 1, uy + dy, false);
+      for (std::int64_t dy = -1; dy <= 1; ++dy) row(p, l, ux - 1, ux + 1, uy + dy, false);
     }
   }
 }
@@ -248,25 +210,22 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
   // which is at most the cell side of the coarser one's level. A hair of
   // slack keeps that strict after the rounding of x / cell, so partners are
   // never more than one cell apart.
+  double s0 = 2.0 * (emin + delta) * (1.0 + 1e-9);
+  const double top = std::ldexp(s0, kMaxLevels - 1);
+  if (2.0 * (emax + delta) > top) s0 = 2.0 * (emax + delta) * (1.0 + 1e-9) / std::ldexp(1.0, kMaxLevels - 1);
   Grid g;
-  g.s0 = 2.0 * (emin + delta) * (1.0 + 1e-9);
-  const double top = std::ldexp(g.s0, kMaxLevels - 1);
-  if (2.0 * (emax + delta) > top) g.s0 = 2.0 * (emax + delta) * (1.0 + 1e-9) / std::ldexp(1.0, kMaxLevels - 1);
-  for (int k = 0; k < kMaxLevels; ++k) {
-    g.size[k] = std::ldexp(g.s0, k);
-    g.inv[k] = 1.0 / g.size[k];
-  }
+  g.set(s0);
   const bool uniform = emin == emax;  // equal radii, as in a gas: no per-body extent
-  const std::uint32_t uniform_level = level_of(emin + delta, g);
-  auto level_at = [&](std::size_t i) { return uniform ? uniform_level : level_of(extent_of(i) + delta, g); };
+  const std::uint32_t uniform_level = g.level_of(emin + delta);
+  auto level_at = [&](std::size_t i) { return uniform ? uniform_level : g.level_of(extent_of(i) + delta); };
 
-  const std::uint32_t buckets = std::bit_ceil(static_cast<std::uint32_t>(std::max<std::size_t>(n, 64)));
-  const Hash hash{buckets - 1, 1u << ((std::countr_zero(buckets) + 1) / 2)};
+  const TorusHash hash = TorusHash::for_bodies(n);
+  const std::uint32_t buckets = hash.buckets();
   auto bucket_of = [&](std::size_t i, std::uint32_t k) {
     return hash(k, cell_coord(fx(i), g.inv[k]), cell_coord(fy(i), g.inv[k]));
   };
 
-  bp.bucket_end.assign(buckets, 0);
+  bp.bucket_start.assign(buckets + 1, 0);
   bp.sorted.resize(n);
   bp.sx.resize(n);
   bp.sy.resize(n);
@@ -283,7 +242,7 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
     for (std::size_t i = b0; i < b1; ++i) {
       const std::uint32_t k = level_at(i);
       lv |= 1u << k;
-      std::atomic_ref<std::uint32_t>(bp.bucket_end[bucket_of(i, k)]).fetch_add(1, std::memory_order_relaxed);
+      std::atomic_ref<std::uint32_t>(bp.bucket_start[bucket_of(i, k) + 1]).fetch_add(1, std::memory_order_relaxed);
     }
     block_levels[blk] = lv;
   });
@@ -297,34 +256,34 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
     bp.slevel.resize(n);
   }
 
-  // 2. Exclusive scan: bucket_end[h] becomes the start of bucket h. Two
-  //    passes over fixed blocks (block sums, then offsets); integer sums, so
-  //    the grouping cannot change the result.
+  // 2. Exclusive scan: bucket_start[h + 1] becomes the start of bucket h.
+  //    Two passes over fixed blocks (block sums, then offsets); integer sums,
+  //    so the grouping cannot change the result.
   {
     const std::size_t scan_block = 1 << 15;
     std::vector<std::uint32_t> block_sum(block_count(buckets, scan_block) + 1, 0);
     for_blocks(buckets, scan_block, [&](std::size_t h0, std::size_t h1, std::size_t blk) {
       std::uint32_t sum = 0;
-      for (std::size_t h = h0; h < h1; ++h) sum += bp.bucket_end[h];
+      for (std::size_t h = h0; h < h1; ++h) sum += bp.bucket_start[h + 1];
       block_sum[blk + 1] = sum;
     });
     for (std::size_t b = 1; b < block_sum.size(); ++b) block_sum[b] += block_sum[b - 1];
     for_blocks(buckets, scan_block, [&](std::size_t h0, std::size_t h1, std::size_t blk) {
       std::uint32_t sum = block_sum[blk];
       for (std::size_t h = h0; h < h1; ++h) {
-        const std::uint32_t c = bp.bucket_end[h];
-        bp.bucket_end[h] = sum;
+        const std::uint32_t c = bp.bucket_start[h + 1];
+        bp.bucket_start[h + 1] = sum;
         sum += c;
       }
     });
   }
 
-  // 3. Scatter. The cursor walks each bucket's start to its end, which leaves
-  //    bucket_end[h] = end of bucket h (start of bucket h is bucket_end[h-1]).
-  //    The bucket is recomputed rather than stored: 4 bytes a body matter at 1M.
+  // 3. Scatter. The cursor bucket_start[h + 1] walks bucket h's start to its
+  //    end, which is the start of bucket h + 1: no copy of the starts. The
+  //    bucket is recomputed rather than stored: 4 bytes a body matter at 1M.
   for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t) {
     for (std::size_t i = b0; i < b1; ++i) {
-      const std::uint32_t slot = std::atomic_ref<std::uint32_t>(bp.bucket_end[bucket_of(i, level_at(i))])
+      const std::uint32_t slot = std::atomic_ref<std::uint32_t>(bp.bucket_start[bucket_of(i, level_at(i)) + 1])
                                      .fetch_add(1, std::memory_order_relaxed);
       bp.sorted[slot] = static_cast<std::uint32_t>(i);
     }
@@ -335,8 +294,8 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
   const std::size_t bucket_block = 1 << 11;
   for_blocks(buckets, bucket_block, [&](std::size_t h0, std::size_t h1, std::size_t) {
     for (std::size_t h = h0; h < h1; ++h) {
-      const std::uint32_t begin = h == 0 ? 0 : bp.bucket_end[h - 1];
-      const std::uint32_t end = bp.bucket_end[h];
+      const std::uint32_t begin = bp.bucket_start[h];
+      const std::uint32_t end = bp.bucket_start[h + 1];
       if (end - begin > 1) std::sort(bp.sorted.begin() + begin, bp.sorted.begin() + end);
       for (std::uint32_t p = begin; p < end; ++p) {
         const std::uint32_t i = bp.sorted[p];
@@ -354,7 +313,7 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
   // |rounded distance - exact distance| <= |rounding of (dx, dy)| <= 2 sqrt(2) delta.
   const double band = 2.0 * 1.4142135623730951 * delta * (1.0 + 1e-9);
   const SearchInput<T> in{bp.sx.data(), bp.sy.data(), bp.se.data(), bp.slevel.data(), bp.sorted.data(),
-                       bp.bucket_end.data(), x.data(), y.data(), radius.data(), margin, emin, band, levels,
+                       bp.bucket_start.data(), x.data(), y.data(), radius.data(), margin, emin, band, levels,
                        static_cast<std::uint32_t>(std::countr_zero(levels)), hash, &g};
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];
@@ -408,8 +367,104 @@ std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<co
   const auto n = static_cast<std::uint32_t>(x.size());
   for (std::uint32_t i = 0; i < n; ++i)
     for (std::uint32_t j = i + 1; j < n; ++j)
-      if (extents_overlap(x[i], y[i], radius[i] + margin, x[j], y[j], radius[j] + margin)) pairs.push_back({i, j});
+      if (discs_overlap(x[i], y[i], radius[i] + margin, x[j], y[j], radius[j] + margin)) pairs.push_back({i, j});
   return pairs;
+}
+
+
+// --- when to rebuild: PairAnchors ---------------------------------------------
+
+namespace {
+
+// The skin is at least this many smallest radii.
+constexpr double kMinSkin = 0.05;
+
+// Rounding to float is off by at most 2^-24 of a value (to nearest); with
+// room to spare, and for subnormals. `xmax`: the largest |coordinate|.
+double anchor_error(double xmax) { return 6e-8 * xmax + 1e-30; }
+
+}  // namespace
+
+void PairAnchors::begin_step(std::size_t n) {
+  if (restored_ && restored_->x.size() == n) {
+    x_ = restored_->x;
+    y_ = restored_->y;
+    skin_ = restored_->skin;
+    double xmax = 0.0;
+    for (std::size_t i = 0; i < x_.size(); ++i)
+      xmax = std::max({xmax, std::abs(static_cast<double>(x_[i])), std::abs(static_cast<double>(y_[i]))});
+    error_ = x_.empty() ? 0.0 : anchor_error(xmax);
+  }
+  if (x_.size() != n) {
+    // Bodies were added or removed: the list is rebuilt anyway, which
+    // refills the anchors; until then only their size matters.
+    x_.resize(n);
+    y_.resize(n);
+    stale_ = true;
+  }
+}
+
+bool PairAnchors::needs_rebuild(double d2) {
+  const double half_skin = 0.5 * skin_ * 0.99;
+  const bool far = moved_at_most(d2, error_) > half_skin * half_skin;
+  if (far) restored_.reset();
+  return stale_ || far;
+}
+
+BodyRange PairAnchors::anchor(const BodyStore& b, double dt) {
+  const std::size_t n = b.size();
+  constexpr std::size_t kAnchorBlock = 2048;
+  // A restored world's anchors and skin are already in place (begin_step).
+  const bool restored = restored_.has_value() && restored_->x.size() == n;
+  x_.resize(n);
+  y_.resize(n);
+  // One pass: the anchors, the fastest speed, the radius sum, and the range.
+  // Exact max/min per block; the radius sum is per fixed block, in order.
+  const std::size_t nb = block_count(n, kAnchorBlock);
+  std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
+  std::vector<BodyRange> block_range(nb);
+  for_blocks(n, kAnchorBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    const double* const xs = b.x.data();
+    const double* const ys = b.y.data();
+    const double* const vxs = b.vx.data();
+    const double* const vys = b.vy.data();
+    const double* const rs = b.r.data();
+    float* const xbs = x_.data();
+    float* const ybs = y_.data();
+    double v2 = 0.0, rsum = 0.0;
+    BodyRange range;
+    for (std::size_t i = i0; i < i1; ++i) {
+      if (!restored) {
+        xbs[i] = static_cast<float>(xs[i]);
+        ybs[i] = static_cast<float>(ys[i]);
+      }
+      v2 = std::max(v2, vxs[i] * vxs[i] + vys[i] * vys[i]);
+      range.add(xbs[i], ybs[i], rs[i]);
+      rsum += rs[i];
+    }
+    block_v2[blk] = v2;
+    block_range[blk] = range;
+    block_rsum[blk] = rsum;
+  });
+  double vmax2 = 0.0, rsum = 0.0;
+  BodyRange range;
+  for (std::size_t k = 0; k < nb; ++k) {
+    vmax2 = std::max(vmax2, block_v2[k]);
+    range.merge(block_range[k]);
+    rsum += block_rsum[k];
+  }
+  const double rmin = n > 0 ? range.rmin : 1.0;
+  const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
+  // So that one very fast body cannot make every body a candidate of every
+  // other, the skin stops at 4 mean radii.
+  if (!restored) skin_ = std::clamp(3.0 * std::sqrt(vmax2) * dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
+  restored_.reset();
+  const double xmax = n > 0 ? std::max({std::abs(range.xmin), std::abs(range.xmax), std::abs(range.ymin),
+                                        std::abs(range.ymax)})
+                            : 0.0;
+  error_ = n > 0 ? anchor_error(xmax) : 0.0;
+  stale_ = false;
+  return range;
 }
 
 }  // namespace carom::detail

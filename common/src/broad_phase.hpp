@@ -1,11 +1,19 @@
 #pragma once
-// Broad phase: spatial hash buckets over a multi-level uniform grid.
+// Broad phase: spatial hash buckets over a multi-level uniform grid
+// (find_pairs), and when the discrete solvers' pair list must be rebuilt
+// (PairAnchors).
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
+#include <utility>
 #include <vector>
+
+#include "body_store.hpp"
+#include "carom/spatial_hash.hpp"
 
 namespace carom::detail {
 
@@ -16,15 +24,6 @@ struct Pair {
   friend bool operator==(Pair, Pair) = default;
   friend auto operator<=>(Pair, Pair) = default;
 };
-
-/// The one predicate both the broad phase and its brute-force reference use:
-/// the discs of radius e_i and e_j around the two centres overlap (strictly).
-inline bool extents_overlap(double xi, double yi, double ei, double xj, double yj, double ej) {
-  const double dx = xj - xi;
-  const double dy = yj - yi;
-  const double reach = ei + ej;
-  return dx * dx + dy * dy < reach * reach;
-}
 
 /// The pair list, kept as the per-block lists the search wrote (joining them
 /// would double the peak memory). The list is the blocks in order.
@@ -44,7 +43,7 @@ struct PairBlocks {
 
 /// Scratch buffers reused from call to call (no allocation in steady state).
 struct BroadPhase {
-  std::vector<std::uint32_t> bucket_end;  // per bucket: end of its run in the sorted arrays
+  std::vector<std::uint32_t> bucket_start;  // bucket h: sorted positions [bucket_start[h], bucket_start[h + 1])
   std::vector<std::uint32_t> sorted;      // sorted position -> storage index
   std::vector<float> sx, sy;              // sorted positions relative to the bounding box's middle, as float
   std::vector<double> se;                 // sorted extents (empty when all are equal)
@@ -54,7 +53,7 @@ struct BroadPhase {
   /// this after each search: they would otherwise sit beside the colouring
   /// at the moment memory peaks.
   void release() {
-    std::vector<std::uint32_t>().swap(bucket_end);
+    std::vector<std::uint32_t>().swap(bucket_start);
     std::vector<std::uint32_t>().swap(sorted);
     std::vector<float>().swap(sx);
     std::vector<float>().swap(sy);
@@ -91,7 +90,7 @@ BodyRange body_range(std::span<const double> x, std::span<const double> y, std::
 BodyRange body_range(std::span<const float> x, std::span<const float> y, std::span<const double> radius);
 
 /// All pairs i < j whose extents r_i + margin and r_j + margin overlap
-/// (extents_overlap), each exactly once, in an order that depends only on the
+/// (discs_overlap), each exactly once, in an order that depends only on the
 /// inputs (never on the thread count). Call from inside the World's arena.
 void find_pairs(std::span<const double> x, std::span<const double> y, std::span<const double> radius,
                 double margin, BroadPhase& scratch, PairBlocks& out);
@@ -107,5 +106,79 @@ void find_pairs(std::span<const float> x, std::span<const float> y, std::span<co
 /// The O(n^2) reference: same predicate, pairs in (a, b) order. For tests.
 std::vector<Pair> find_pairs_brute_force(std::span<const double> x, std::span<const double> y,
                                          std::span<const double> radius, double margin);
+
+
+/// The pair list remembers where each body was when it was built rounded to
+/// float (8 bytes a body, not 16: they matter at a million bodies), off by
+/// at most `error` per coordinate. Only an upper bound of the distance
+/// travelled since is needed: from d2, the largest squared distance to the
+/// rounded positions, |a| + e and |b| + e give at most (sqrt(d2) + sqrt(2) e)^2.
+inline double moved_at_most(double d2, double error) {
+  const double d = std::sqrt(d2) + 1.4142135623730951 * error;
+  return d * d * (1.0 + 1e-15);
+}
+
+/// When the discrete solvers' candidate pair list must be rebuilt (the
+/// Verlet-list rule of molecular dynamics). The list is built from the
+/// anchors, each body's position rounded to float, with extents grown by
+/// skin / 2: it holds every pair that can come within the caller's reach
+/// until some body has moved skin / 2 from its anchor. A saved world carries
+/// anchors and skin, so a restored world rebuilds the very same list.
+/// Simulation thread only.
+class PairAnchors {
+ public:
+  /// Anchors and skin as a saved world carries them.
+  struct Saved {
+    std::vector<float> x, y;
+    double skin = 0.0;  ///< m
+  };
+
+  /// The anchors, storage order (m).
+  std::span<const float> x() const { return x_; }
+  std::span<const float> y() const { return y_; }
+  /// The skin the list was built with (m).
+  double skin() const { return skin_; }
+  /// The list was built from these anchors for `n` bodies and nothing has
+  /// marked it stale since.
+  bool current(std::size_t n) const { return !stale_ && x_.size() == n; }
+
+  /// The list no longer matches the bodies (moved by hand or by another
+  /// solver, added or removed, a new solver): the next substep rebuilds it.
+  void invalidate() { stale_ = true; }
+  /// A saved world's anchors and skin, for the next rebuild.
+  void restore(Saved saved) { restored_ = std::move(saved); }
+  /// Drops restored anchors (the bodies were moved, added or removed since).
+  void forget_restored() { restored_.reset(); }
+  /// Restored anchors the list has not been rebuilt from yet, or null.
+  const Saved* restored() const { return restored_ ? &*restored_ : nullptr; }
+
+  /// Before a step's first substep, for `n` bodies: a restored world's
+  /// anchors and skin go in before the first substep measures how far bodies
+  /// have moved from them, so it decides to rebuild from the current
+  /// positions exactly when the original world would have. A new body count
+  /// makes the list stale.
+  void begin_step(std::size_t n);
+  /// Whether the list must be rebuilt before this substep's narrow phase,
+  /// given d2, the largest squared distance of any body from its anchor (the
+  /// integrate stage measures it): stale, or some body near skin / 2 (a
+  /// little before the bound, so rounding never matters). A restored world
+  /// whose bodies have moved that far rebuilds from where they are, as the
+  /// original did; else from its anchors.
+  bool needs_rebuild(double d2);
+  /// The first half of a rebuild: the anchors (the current positions rounded
+  /// to float, or the restored ones) and the skin (room for the fastest body
+  /// to travel about 1.5 steps of `dt`, at least 5% of the smallest radius,
+  /// at most 4 mean radii), in one parallel pass. Returns the range find_pairs
+  /// needs (radii, bounding box of the anchors). The list is current after
+  /// the caller's find_pairs over x(), y().
+  BodyRange anchor(const BodyStore& b, double dt);
+
+ private:
+  std::vector<float> x_, y_;
+  double skin_ = 0.0;
+  double error_ = 0.0;  // bound on |anchor - exact position| for every coordinate
+  bool stale_ = true;
+  std::optional<Saved> restored_;
+};
 
 }  // namespace carom::detail

@@ -155,20 +155,10 @@ struct SolveContext {
 /// keeps every collision elastic.
 inline double resting_speed(Vec2 gravity, double dt) { return std::sqrt(dot(gravity, gravity)) * dt; }
 
-/// The pair list remembers where each body was when it was built rounded to
-/// float (8 bytes a body, not 16: they matter at a million bodies), off by
-/// at most `error` per coordinate. Only an upper bound of the distance
-/// travelled since is needed: from d2, the largest squared distance to the
-/// rounded positions, |a| + e and |b| + e give at most (sqrt(d2) + sqrt(2) e)^2.
-inline double moved_at_most(double d2, double error) {
-  const double d = std::sqrt(d2) + 1.4142135623730951 * error;
-  return d * d * (1.0 + 1e-15);
-}
-
 /// Velocity half of a substep: v <- v * damping + g h. Also returns the
-/// largest squared distance of any body from (xb, yb), the rounded positions
-/// the pair list was built at (one pass over the bodies serves both); 0 when
-/// xb is empty (Verlet measures after its predict instead).
+/// largest squared distance of any body from (xb, yb), the anchors the pair
+/// list was built at (PairAnchors; one pass over the bodies serves both); 0
+/// when xb is empty (Verlet measures after its predict instead).
 double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h, std::span<const float> xb,
                             std::span<const float> yb);
 

@@ -15,9 +15,9 @@
 #include <string>
 
 #include "body_store.hpp"
-#include "broad_phase.hpp"
 #include "carom/format.hpp"
-#include "continuous.hpp"
+#include "continuous/solver.hpp"
+#include "discrete.hpp"
 #include "gravity.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
@@ -80,10 +80,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Discrete solver constants (see resolve.cpp). Pairs and walls closer than
-// kSpeculative times the smallest radius are contacts (Box2D: 0.02 m, a
-// tenth of the 0.25 m circles carom is measured with).
-constexpr double kSpeculative = 0.1;
+// Discrete solver constants (see resolve.cpp; the speculative distance is
+// in discrete.cpp).
 // Soft contacts (Box2D v3's): stiffness 0.4 of the substep rate (Box2D
 // takes 0.25; measured on the 52-row pile at 4 substeps: 0.25 leaves 7.3%
 // overlap, 0.35 3.1%, 0.4 2.7% and settles, 0.5 boils), damping ratio 10.
@@ -92,10 +90,6 @@ constexpr double kContactDamping = 10.0;
 // The soft bias pushes overlapping bodies apart at most this many smallest
 // radii a second (Box2D: 3 m/s).
 constexpr double kMaxPush = 10.0;
-// The pair list's skin is at least this many smallest radii.
-constexpr double kMinSkin = 0.05;
-// From this many bodies the broad phase's arrays are freed after each search.
-constexpr std::size_t kReleaseScratchAt = std::size_t{1} << 17;
 // Verlet: the velocity a body's pushes give it is at most this many smallest
 // radii per second (10 m/s at r = 0.25): far above what holding a pile takes,
 // but a tall pile at one substep, pushed many radii in one substep, is not
@@ -174,34 +168,10 @@ struct WorldState {
   BodyId next_id = 1;
   std::vector<BodyId> retired;  // sorted ids of removed bodies: never reused
 
-  // Pair list, rebuilt when any body has moved more than skin / 2 since it was
-  // built (each pair then still has both bodies within their extents).
-  bool pairs_dirty = true;
-  bool edited = true;  // bodies changed since the last rebuild (indices stale)
-  double skin = 0.0;
-  double max_disp2 = 0.0;
-  std::vector<float> xb, yb;  // positions at the last rebuild, rounded to float
-  double xb_error = 0.0;      // bound on |rounded - exact| for every xb, yb
-  PairBlocks pairs;            // in colour order
-  Colouring colouring;
-  double speculative = 0.0;    // discrete: pairs and walls closer than this are contacts (m)
-  double rmin = 1.0;           // smallest radius at the last rebuild (m)
-  BroadPhase broad;
-  Contacts contacts;
-  std::vector<double> px, py;  // Verlet: positions at the start of the substep
-  WallContacts walls;          // discrete: bodies within the speculative distance of a wall
-  // Warm starts restored by restore_solver_state, by id pair: the next
-  // rebuild of the pair list (forced by the restore) takes them instead of
-  // what the current candidate list carries.
-  std::optional<WarmByIds> pending_warm;
-  // Anchors and skin restored by restore_solver_state, for the next rebuild.
-  struct Anchor {
-    std::vector<float> x, y;
-    double skin = 0.0;
-  };
-  std::optional<Anchor> pending_anchor;
-
-  // The continuous solver's scratch (nothing in it outlives a step).
+  // Each solver's own state: the discrete and Verlet solvers' (the pair
+  // list, contacts, warm starts) and the continuous solver's (nothing in it
+  // outlives a step).
+  DiscreteSolver discrete;
   ContinuousSolver continuous;
 
   StepStats stats;
@@ -244,28 +214,18 @@ struct WorldState {
   }
 
   // What an edit invalidates. Velocities alone: only the cached energy (the
-  // pair list stays exact, it depends on positions). A moved body: the pair
-  // list and the wall contacts; warm starts are kept, by id. Bodies added or
-  // removed: storage indices too, so warm starts are dropped.
+  // pair list stays exact, it depends on positions). A moved body: gravity,
+  // the pair list and the wall contacts; warm starts are kept, by id. Bodies
+  // added or removed: storage indices too, so warm starts are dropped.
   void velocities_edited() { energy_dirty = true; }
   void positions_edited() {
     velocities_edited();
     gravity_valid = false;
-    pairs_dirty = true;
-    walls.warm = false;
-    pending_anchor.reset();
+    discrete.positions_edited();
   }
   void bodies_edited() {
     positions_edited();
-    edited = true;
-    pending_warm.reset();
-    pending_anchor.reset();
-  }
-
-  // The warm starts the next rebuild would carry over, by id pair.
-  WarmByIds warm_by_ids() const {
-    if (pending_warm) return *pending_warm;
-    return edited ? WarmByIds{} : save_warm(bodies, pairs, contacts);
+    discrete.bodies_edited();
   }
 
   Status check_body(const BodyDesc& d, const std::string& at) const {
@@ -305,97 +265,10 @@ struct WorldState {
     return d.mass > 0.0 ? d.mass : params.density * std::numbers::pi * d.radius * d.radius;
   }
 
-  void rebuild_pairs();
   void step();
   void step_continuous(StepStats& st);
   void step_substeps(StepStats& st);
 };
-
-void WorldState::rebuild_pairs() {
-  const std::size_t n = bodies.size();
-  constexpr std::size_t kBlock = 2048;
-  // The anchors: where each body is, rounded to float. The candidate list is
-  // built from them (not from the exact positions), so a world restored with
-  // the same anchors and skin builds the very same list, colours and order.
-  // A restored world's anchors and skin are already in xb, yb and skin
-  // (step_substeps put them there before measuring displacement).
-  const bool restored = pending_anchor.has_value() && pending_anchor->x.size() == n;
-  xb.resize(n);
-  yb.resize(n);
-  // One pass: the anchors, the fastest speed, the radius sum, and the range
-  // (radii, bounding box of the anchors) the broad phase needs. Exact max/min
-  // per block; the radius sum is per fixed block, in order.
-  const std::size_t nb = block_count(n, kBlock);
-  std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
-  std::vector<BodyRange> block_range(nb);
-  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
-    const double* const xs = bodies.x.data();
-    const double* const ys = bodies.y.data();
-    const double* const vxs = bodies.vx.data();
-    const double* const vys = bodies.vy.data();
-    const double* const rs = bodies.r.data();
-    float* const xbs = xb.data();
-    float* const ybs = yb.data();
-    double v2 = 0.0, rsum = 0.0;
-    BodyRange range;
-    for (std::size_t i = i0; i < i1; ++i) {
-      if (!restored) {
-        xbs[i] = static_cast<float>(xs[i]);
-        ybs[i] = static_cast<float>(ys[i]);
-      }
-      v2 = std::max(v2, vxs[i] * vxs[i] + vys[i] * vys[i]);
-      range.add(xbs[i], ybs[i], rs[i]);
-      rsum += rs[i];
-    }
-    block_v2[blk] = v2;
-    block_range[blk] = range;
-    block_rsum[blk] = rsum;
-  });
-  double vmax2 = 0.0, rsum = 0.0;
-  BodyRange range;
-  for (std::size_t k = 0; k < nb; ++k) {
-    vmax2 = std::max(vmax2, block_v2[k]);
-    range.merge(block_range[k]);
-    rsum += block_rsum[k];
-  }
-  rmin = n > 0 ? range.rmin : 1.0;
-  const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
-  // Skin: room for the fastest body to travel about 1.5 steps before a
-  // rebuild, at least 5% of the smallest radius, at most 4 mean radii (so one
-  // very fast body cannot make every body a candidate of every other).
-  if (!restored)
-    skin = std::clamp(3.0 * std::sqrt(vmax2) * params.dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
-  pending_anchor.reset();
-  // Storage indices are stale after an edit; warm values are kept only
-  // across rebuilds caused by motion (or come from restore_solver_state).
-  const WarmTable warm = pending_warm ? warm_table(bodies, *pending_warm)
-                         : edited     ? WarmTable{}
-                                      : warm_table(n, pairs, contacts);
-  pending_warm.reset();
-  // The last substep's contacts are rewritten by the next collide anyway.
-  if (n >= kReleaseScratchAt) contacts.release();
-  // Discrete: contacts reach the speculative distance, so candidates must
-  // too (a pair not in the list is then at least that far apart until the
-  // next rebuild, which comes before any body is skin / 2 from its anchor).
-  speculative = params.solver == Solver::kContinuous ? 0.0 : kSpeculative * rmin;
-  find_pairs(std::span<const float>(xb), std::span<const float>(yb), bodies.r, 0.5 * (skin + speculative), range,
-             broad, pairs);
-  // Large worlds give the search's arrays back before colouring (memory per
-  // body at a million bodies, with the contacts' release above: 142 -> 122
-  // B); small ones keep them (no allocation per rebuild).
-  if (n >= kReleaseScratchAt) broad.release();
-  colour_pairs(n, pairs, colouring, n >= kReleaseScratchAt);
-  restore_warm(pairs, warm, contacts);
-  edited = false;
-  max_disp2 = 0.0;
-  pairs_dirty = false;
-  // Rounding to float is off by at most 2^-24 of a value (to nearest); with
-  // room to spare, and for subnormals.
-  const double xmax = n > 0 ? std::max({std::abs(range.xmin), std::abs(range.xmax), std::abs(range.ymin),
-                                        std::abs(range.ymax)})
-                            : 0.0;
-  xb_error = n > 0 ? 6e-8 * xmax + 1e-30 : 0.0;
-}
 
 void WorldState::step() {
   const auto t_step = Clock::now();
@@ -415,6 +288,9 @@ void WorldState::step() {
   }
   if (p.solver == Solver::kContinuous) {
     step_continuous(st);
+    // The bodies moved under the continuous solver: the discrete solvers'
+    // pair list and wall touches no longer hold, as after an edit.
+    discrete.moved_elsewhere();
   } else {
     step_substeps(st);
   }
@@ -431,7 +307,7 @@ void WorldState::step() {
   auto t = Clock::now();
   measure_energy(bodies, st);
   energy_dirty = false;
-  if (p.solver != Solver::kContinuous) st.candidate_pairs = pairs.count;
+  if (p.solver != Solver::kContinuous) st.candidate_pairs = discrete.pairs.count;
   st.seconds.stats = seconds_since(t);
   st.seconds.total = seconds_since(t_step);
   stats = st;
@@ -439,8 +315,7 @@ void WorldState::step() {
 
 // The continuous solver: one event-driven pass over the whole step (substeps
 // and iterations do not apply). Nothing of it outlives the step, so nothing
-// needs saving; the discrete solver's pair list is marked stale and its wall
-// touches dropped (bodies moved), as after an edit.
+// needs saving.
 void WorldState::step_continuous(StepStats& st) {
   const Params& p = params;
   const ContinuousOptions options{config.continuous_all_pairs, config.continuous_events_per_body};
@@ -474,8 +349,6 @@ void WorldState::step_continuous(StepStats& st) {
   // 5. Integrate positions: every body drifts to the end of the step.
   t = Clock::now();
   continuous.finish_step(bodies);
-  pairs_dirty = true;
-  walls.warm = false;
   st.seconds.integrate_positions += seconds_since(t);
 }
 
@@ -485,29 +358,12 @@ void WorldState::step_substeps(StepStats& st) {
   const double damping = std::exp(-p.linear_damping * h);
   const bool verlet = p.solver == Solver::kVerlet;
   const double resting = resting_speed(p.gravity, p.dt);
+  DiscreteSolver& d = discrete;
   if (verlet) {
-    px.resize(bodies.size());
-    py.resize(bodies.size());
+    d.px.resize(bodies.size());
+    d.py.resize(bodies.size());
   }
-  if (pending_anchor && pending_anchor->x.size() == bodies.size()) {
-    // A restored world: its anchors and skin go in before the first substep
-    // measures how far bodies have moved from them, so it decides to rebuild
-    // from the current positions exactly when the original world would have.
-    xb = pending_anchor->x;
-    yb = pending_anchor->y;
-    skin = pending_anchor->skin;
-    double xmax = 0.0;
-    for (std::size_t i = 0; i < xb.size(); ++i)
-      xmax = std::max({xmax, std::abs(static_cast<double>(xb[i])), std::abs(static_cast<double>(yb[i]))});
-    xb_error = xb.empty() ? 0.0 : 6e-8 * xmax + 1e-30;
-  }
-  if (xb.size() != bodies.size()) {
-    // Bodies were added or removed: the pair list is rebuilt below anyway and
-    // refills xb, yb; until then only their size matters.
-    xb.resize(bodies.size());
-    yb.resize(bodies.size());
-    pairs_dirty = true;
-  }
+  d.anchors.begin_step(bodies.size());
   SolveContext ctx;
   ctx.h = h;
   ctx.inv_h = 1.0 / h;
@@ -522,45 +378,43 @@ void WorldState::step_substeps(StepStats& st) {
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
+    double moved2 = 0.0;  // largest squared distance of a body from its anchor
     if (verlet) {
       integrate_velocities(bodies, p.gravity, damping, h, {}, {});
-      max_disp2 = moved_at_most(predict_positions(bodies, h, px, py, xb, yb), xb_error);
+      moved2 = predict_positions(bodies, h, d.px, d.py, d.anchors.x(), d.anchors.y());
     } else {
-      max_disp2 = moved_at_most(integrate_velocities(bodies, p.gravity, damping, h, xb, yb), xb_error);
+      moved2 = integrate_velocities(bodies, p.gravity, damping, h, d.anchors.x(), d.anchors.y());
     }
     st.seconds.integrate_velocities += seconds_since(t);
 
-    // 2. Broad phase: spatial hash buckets -> coloured candidate pairs.
-    // Rebuilt a little before the bound (skin / 2) so rounding never matters.
+    // 2. Broad phase: spatial hash buckets -> coloured candidate pairs, when
+    //    the list is stale or some body nears skin / 2 from its anchor.
     t = Clock::now();
-    const double half_skin = 0.5 * skin * 0.99;
-    if (pairs_dirty || max_disp2 > half_skin * half_skin) {
-      // A restored world whose bodies have moved past the skin rebuilds from
-      // where they are, as the original did; else from its anchors.
-      if (max_disp2 > half_skin * half_skin) pending_anchor.reset();
-      rebuild_pairs();
+    if (d.anchors.needs_rebuild(moved2)) {
+      d.rebuild_pairs(bodies, p.dt);
       ++st.pair_rebuilds;
     }
     st.seconds.find_pairs += seconds_since(t);
 
     // 3. Narrow phase: which candidate pairs (and walls) are contacts now.
     t = Clock::now();
-    st.contacts += collide(bodies, pairs, colouring, speculative, p.record_events, contacts);
-    if (!verlet) collide_walls(bodies, p.bounds, speculative, walls);
+    st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts);
+    if (!verlet) collide_walls(bodies, p.bounds, d.speculative, d.walls);
     st.seconds.collide += seconds_since(t);
-    st.rounds = std::max(st.rounds, contacts.colours());
+    st.rounds = std::max(st.rounds, d.contacts.colours());
 
     // 4. Resolve: impacts, warm start and soft passes (Verlet: push apart),
     //    walls first, then colour by colour.
     t = Clock::now();
-    ctx.max_push = kMaxPush * rmin;
-    st.collisions += verlet ? push_contacts(bodies, contacts, p.bounds, p.iterations, px, py) : solve_contacts(bodies, contacts, walls, ctx);
+    ctx.max_push = kMaxPush * d.rmin;
+    st.collisions += verlet ? push_contacts(bodies, d.contacts, p.bounds, p.iterations, d.px, d.py)
+                            : solve_contacts(bodies, d.contacts, d.walls, ctx);
     st.seconds.resolve_contacts += seconds_since(t);
 
     // 5. Integrate positions and walls (Verlet: walls and derived velocities).
     t = Clock::now();
     if (verlet) {
-      finish_verlet(bodies, p, h, resting, kMaxPushSpeed * rmin, px, py);
+      finish_verlet(bodies, p, h, resting, kMaxPushSpeed * d.rmin, d.px, d.py);
     } else {
       integrate_positions(bodies, p, h, resting);
     }
@@ -570,16 +424,16 @@ void WorldState::step_substeps(StepStats& st) {
     //    the warm values.
     t = Clock::now();
     if (verlet) {
-      restitute_contacts(bodies, contacts, p.restitution, resting, p.iterations);
+      restitute_contacts(bodies, d.contacts, p.restitution, resting, p.iterations);
     } else {
-      relax_contacts(bodies, contacts, walls, ctx);
+      relax_contacts(bodies, d.contacts, d.walls, ctx);
     }
     st.seconds.resolve_contacts += seconds_since(t);
 
     // 7. Events of this substep.
     if (p.record_events)
       st.events_dropped +=
-          record_events(bodies, contacts, static_cast<std::uint32_t>(sub), p.max_events, events);
+          record_events(bodies, d.contacts, static_cast<std::uint32_t>(sub), p.max_events, events);
   }
   // The displacement since the pair list was built is measured at the start
   // of the next substep (integrate_velocities, or predict for Verlet).
@@ -607,9 +461,9 @@ Status World::set_params(const Params& p) {
   }
   if (p.bounds.walled != s_->params.bounds.walled || p.bounds.min != s_->params.bounds.min ||
       p.bounds.max != s_->params.bounds.max)
-    s_->walls.warm = false;
+    s_->discrete.bounds_changed();
   // The candidate list's reach depends on the solver (speculative distance).
-  if (p.solver != s_->params.solver) s_->pairs_dirty = true;
+  if (p.solver != s_->params.solver) s_->discrete.anchors.invalidate();
   s_->gravity_valid = false;
   s_->energy_dirty = true;
   s_->params = p;
@@ -811,27 +665,7 @@ SolverState World::solver_state() const {
   SolverState out;
   out.step = s.stats.step;
   out.time = s.stats.time;
-  const detail::WarmByIds warm = s.warm_by_ids();
-  out.warm.reserve(warm.size());
-  for (const auto& [key, value] : warm)
-    out.warm.push_back({static_cast<BodyId>(key >> 32), static_cast<BodyId>(key & 0xFFFFFFFFu), value});
-  // The anchors the current candidate list was built from (none when the
-  // next step rebuilds it anyway).
-  if (s.pending_anchor) {
-    out.anchor_x = s.pending_anchor->x;
-    out.anchor_y = s.pending_anchor->y;
-    out.skin = s.pending_anchor->skin;
-  } else if (!s.pairs_dirty && !s.edited && s.xb.size() == s.bodies.size() && s.params.solver != Solver::kContinuous) {
-    out.anchor_x = s.xb;
-    out.anchor_y = s.yb;
-    out.skin = s.skin;
-  }
-  // Wall entries are storage index << 2 | wall, kWallBit* = 1 << wall; in
-  // storage (= id) order, walls in order.
-  if (s.walls.warm)
-    for (const auto& block : s.walls.blocks)
-      for (const detail::WallContact& w : block)
-        if (w.accum > 0.0) out.walls.push_back({s.bodies.id[w.entry >> 2], 1u << (w.entry & 3u), w.accum});
+  s.discrete.save(s.bodies, out);
   return out;
 }
 
@@ -907,25 +741,10 @@ Status World::restore_solver_state(const SolverState& state) {
   s.stats.time = state.time;
   // The next step rebuilds the pair list and takes these warm starts (by id
   // pair) instead of whatever the current list carries.
-  s.pending_warm = std::move(warm);
-  if (anchored) {
-    s.pending_anchor = detail::WorldState::Anchor{state.anchor_x, state.anchor_y, state.skin};
-  } else {
-    s.pending_anchor.reset();
-  }
-  s.contacts.warm.clear();
-  s.pairs_dirty = true;
+  std::optional<detail::PairAnchors::Saved> anchors;
+  if (anchored) anchors = detail::PairAnchors::Saved{state.anchor_x, state.anchor_y, state.skin};
+  s.discrete.restore(std::move(warm), std::move(anchors), entries, b.size(), s.params.bounds.walled);
   s.gravity_valid = false;
-  // The next narrow phase takes these as last substep's wall values.
-  s.walls.blocks.assign(s.params.bounds.walled ? detail::block_count(b.size(), detail::kWallBlock) : 0, {});
-  for (const auto& [entry, value] : entries) {
-    if (!s.params.bounds.walled) break;
-    detail::WallContact w;
-    w.entry = entry;
-    w.accum = value;
-    s.walls.blocks[(entry >> 2) / detail::kWallBlock].push_back(w);
-  }
-  s.walls.warm = true;
   return {};
 }
 int World::threads() const { return s_->arena.max_concurrency(); }

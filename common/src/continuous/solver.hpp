@@ -1,37 +1,53 @@
 #pragma once
 // The continuous (a priori) solver: exact times of impact, processed in time
 // order within each step. World::step calls its stages in order (see
-// world.cpp); continuous.cpp says what each reads and writes and why the
-// result is the same for any thread count.
+// world.cpp). One file per concern, each saying what it reads and writes:
+//
+//   time_of_impact.hpp  the maths of one pair's impact
+//   swept_pairs.cpp     stage 2: swept extents, the grid, the loop order; the
+//                       queries of a body that leaves its swept disc
+//   predict.cpp         stage 3: the grid's pairs with their times of impact,
+//                       neighbour lists, each body's earliest event
+//   calendar.cpp        the event calendar: time buckets, a heap per bucket
+//   prefetch.cpp        the calendar's prefetch pipeline (hints only)
+//   events.cpp          stages 4 and 5: the event loop, the collapse guard,
+//                       the drift to the end of the step
+//
+// Within a step every body moves in a straight line between events. Each body
+// keeps one predicted event, its earliest: a collision with a neighbour or a
+// wall impact, found with the exact time of impact. Events are taken in the
+// strict total order (time, lower id, higher id) (storage order is id order;
+// walls sort after every body) from a calendar: equal-length time buckets
+// over the step, the bucket being processed a small binary heap. Taking an
+// event: if the partner's velocity changed since the prediction (per-body
+// counters) the event is stale and only its owner is predicted again;
+// otherwise the impact is applied and only its two bodies are predicted
+// again. A body that a stale event pointed at gets its turn when that event
+// comes up. Bodies are advanced lazily (each keeps its own time) and all
+// drift to the end of the step at the end.
+//
+// Determinism: the hash, the pairs and the first predictions run in parallel
+// over fixed blocks, each writing only its own slots (and deferring the rest,
+// applied after in block order); events are then applied one by one in the
+// total order, so the result is the same for any thread count and any
+// insertion order. A body's earliest event is a minimum under that order and
+// every time of impact is computed from the lower id's side, so nothing
+// depends on the order of a neighbour list, on extra neighbours, or on the
+// memory layout (bodies are kept in the hash's spatial order): the all-pairs
+// reference gives the same bits.
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "body_store.hpp"
 #include "carom/params.hpp"
+#include "carom/spatial_hash.hpp"
 #include "carom/stats.hpp"
+#include "continuous/time_of_impact.hpp"
 
 namespace carom::detail {
-
-/// Time of impact of two circles in straight-line motion, from the relative
-/// position dp = p_b - p_a, the relative velocity dv = v_b - v_a and the sum
-/// of the radii: the smallest s >= 0 with |dp + dv s| = sigma, for an
-/// approaching pair (dp . dv < 0) only. A pair that touches or overlaps and
-/// approaches gives 0; a pair that never meets (separating, parallel, or
-/// missing) gives -1. Stable form: s = c / (-b + sqrt(a sigma^2 - (dp x dv)^2))
-/// with b = dp . dv, c = |dp|^2 - sigma^2: no cancellation between -b and the
-/// root, and the discriminant written without the b^2 - a c difference.
-///
-/// A pair within a hair of contact (a gap under kTouchGap sigma) that
-/// approaches no faster than `resting` (m/s) is resting, not colliding: -1.
-/// (The continuous solver passes a rounding-level speed, so that bodies left
-/// in contact with no relative normal velocity are not collided again by
-/// rounding; 0 gives the plain geometric answer.)
-double time_of_impact(double dpx, double dpy, double dvx, double dvy, double sigma, double resting = 0.0);
-
-/// Relative gap under which two circles (or a circle and a wall) count as in
-/// contact: a fraction of the sum of the radii.
-inline constexpr double kTouchGap = 1e-9;
 
 /// Wall codes used as the partner of a wall event: above every storage index
 /// (at most kMaxBodies), so a wall sorts after every body in the event order.
@@ -49,8 +65,8 @@ struct ContinuousOptions {
   std::uint32_t events_per_body = 256;
 };
 
-/// The event-driven solver's scratch, reused from step to step. Nothing in
-/// it changes a result after the step: everything is rebuilt from the bodies.
+/// The event-driven solver's state, reused from step to step. Nothing in it
+/// changes a result after the step: everything is rebuilt from the bodies.
 class ContinuousSolver {
  public:
   /// Stage 2: swept extents r + s dt (s = max(|v|, a floor from the speed
@@ -98,11 +114,8 @@ class ContinuousSolver {
     std::uint32_t extra;           // head of its list of neighbours found by queries
     std::uint32_t row_begin, row_end;  // its neighbours from the grid: col_[row_begin, row_end)
   };
-  // The calendar: buckets of equal time over the step. The events predicted
-  // at the start of the step are sorted into buckets (contiguous runs, read
-  // in order); later ones go on per-bucket lists. The bucket being processed
-  // is a binary heap ordered by (time, key). An entry whose version is not
-  // the body's is stale.
+  // A calendar entry: the body's event as predicted (stale when the body's
+  // version has moved on since).
   struct Due {
     double t;
     std::uint64_t key;
@@ -113,8 +126,49 @@ class ContinuousSolver {
     Due due;
     std::uint32_t next;
   };
+  // The grid (swept_pairs.cpp): a spatial hash over the swept extents of all
+  // but the fastest or largest bodies, one cell per body; its bodies are loop
+  // indices [0, count), bucket h holding [start[h], start[h + 1]).
+  struct Grid {
+    double e = 0.0;    // the largest extent it holds (m)
+    double inv = 1.0;  // 1 / its cell side (1/m)
+    TorusHash hash;
+    std::size_t count = 0;
+    std::vector<std::uint32_t> start;
+    std::vector<double> x, y, ext;  // its discs, loop order
+  };
+  // The calendar (calendar.cpp): buckets of equal time over the step. The
+  // events predicted at the start of the step are sorted into buckets
+  // (contiguous runs of `initial`, read in order); later ones go on
+  // per-bucket lists. The bucket being processed is a binary heap ordered by
+  // (time, key).
+  struct Calendar {
+    double scale = 0.0;  // buckets per second
+    std::size_t now = 0;
+    std::vector<std::uint32_t> head, start;
+    std::vector<std::uint32_t> first;  // each body's start-of-step event: its bucket, or kNone
+    std::vector<Due> initial;          // the start-of-step events, by bucket (start)
+    std::vector<Entry> entries;
+    std::vector<Due> due;              // the current bucket, a binary heap
+    // The bucket of an event at time t.
+    std::size_t bucket_of(double t) const { return std::min(head.size() - 1, static_cast<std::size_t>(t * scale)); }
+  };
 
-  std::uint64_t key_of(std::uint32_t i, std::uint32_t partner) const;
+  // The event order's tie-break: ids (storage indices) of the pair, lower
+  // first, or the owner's id and the wall code. order_ holds the ids
+  // compactly: no body's line is read.
+  std::uint64_t key_of(std::uint32_t i, std::uint32_t partner) const {
+    const std::uint64_t a = order_[i];
+    if (partner >= kWallCodeMinX) return a << 32 | partner;  // a wall, or kNone
+    const std::uint64_t c = order_[partner];
+    return a < c ? (a << 32 | c) : (c << 32 | a);
+  }
+
+  // swept_pairs.cpp
+  void moved(std::uint32_t i, double now);
+  void find_neighbours(std::uint32_t i);
+  void add_neighbours(std::uint32_t i, std::uint32_t j);
+  // predict.cpp
   double pair_time(std::uint32_t i, std::uint32_t j, double limit) const;
   template <class Partners>
   void predict_with(std::uint32_t i, double now, bool keep, Partners&& partners);
@@ -123,20 +177,20 @@ class ContinuousSolver {
   template <class Consider>
   void walls(const Hot& bi, double limit, Consider&& consider) const;
   void predict(std::uint32_t i, double now);
+  // calendar.cpp
+  void size_calendar();
+  void fill_calendar();
   void schedule(std::uint32_t i);
   bool next_event(Due* out);
+  // prefetch.cpp
   void prefetch_ahead(std::size_t bucket);
-  void moved(std::uint32_t i, double now);
-  void find_neighbours(std::uint32_t i);
-  void add_neighbours(std::uint32_t i, std::uint32_t j);
-  void disc_insert(std::uint32_t i);
-  template <class Visit>
-  void disc_query(double x, double y, double e, Visit&& visit) const;
 
+  // The step, as find_swept_pairs took it from the parameters and the speeds.
   Bounds box_;
   double restitution_ = 1.0;
   bool all_pairs_ = false;
   double dt_ = 0.0, v_floor_ = 0.0, reach_ = 0.0, slow_speed_ = 0.0, resting_speed_ = 0.0;
+  // The bodies, in loop order, and the maps between the two orders.
   std::vector<Hot> hot_;
   std::vector<Cold> cold_;
   std::vector<std::uint8_t> impacts_;  // dissipative slow impacts this step (the collapse guard)
@@ -145,17 +199,10 @@ class ContinuousSolver {
   std::vector<std::uint32_t> loop_of_; // storage index -> loop index
   std::vector<std::uint32_t> cell_;    // storage order: grid bucket, or kNone
   std::vector<std::uint64_t> rest_;    // the bodies the grid does not hold: (bucket, storage index)
-  // The grid (a spatial hash over the swept extents of all but the fastest
-  // or largest bodies, one cell per body); its bodies are loop indices
-  // [0, grid_count_), bucket h holding [grid_start_[h], grid_start_[h + 1]).
-  double grid_e_ = 0.0, grid_inv_ = 1.0;
-  std::uint32_t grid_mask_ = 0, grid_width_ = 1;
-  std::size_t grid_count_ = 0;
-  std::vector<std::uint32_t> grid_start_;
-  std::vector<double> gx_, gy_, ge_;  // the grid's discs, loop order
+  std::vector<std::uint32_t> fill_;    // scratch of the counting sorts
+  Grid grid_;
   // Neighbour lists: CSR from the grid, plus pairs found by queries.
   std::vector<std::uint32_t> row_, col_;
-  std::vector<std::uint32_t> fill_;
   struct Deferred {
     std::uint32_t body, partner;
     double t;
@@ -164,28 +211,12 @@ class ContinuousSolver {
   std::vector<std::vector<Deferred>> deferred_;
   std::vector<std::vector<std::uint32_t>> hits_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> extra_;  // (neighbour, next)
-  // Queries read the grid and a small hash of the discs placed since
-  // (multi-level: level l has cells of side s0 2^l and holds discs with
-  // 2 e <= s0 2^l, s0 the grid's cell).
+  // Queries read the grid and a small hash of the discs placed since (its
+  // finest cells the grid's), stamping the bodies they met.
   std::vector<std::uint32_t> stamp_;
   std::uint32_t stamp_now_ = 0;
-  struct DiscNode {
-    std::uint32_t body, next, level;
-    std::int64_t cx, cy;
-  };
-  double disc_s0_ = 1.0;
-  std::uint64_t disc_levels_ = 0;
-  std::vector<std::uint32_t> disc_head_;
-  std::vector<DiscNode> disc_node_;
-  std::vector<std::vector<std::uint32_t>> disc_level_bodies_;
-  // The calendar.
-  double bucket_scale_ = 0.0;  // buckets per second
-  std::size_t bucket_now_ = 0;
-  std::vector<std::uint32_t> bucket_head_, bucket_start_;
-  std::vector<std::uint32_t> first_bucket_;  // each body's start-of-step event: its bucket, or kNone
-  std::vector<Due> initial_;  // the start-of-step events, by bucket (bucket_start_)
-  std::vector<Entry> entries_;
-  std::vector<Due> due_;  // the current bucket, a binary heap
+  DiscHash discs_;
+  Calendar calendar_;
   std::uint64_t candidate_pairs_ = 0;
 };
 

@@ -1,0 +1,68 @@
+#pragma once
+// The discrete and Verlet solvers' state: what they keep from substep to
+// substep and from step to step. World::step runs the stages on it in order
+// (world.cpp); the continuous solver has its own (continuous/solver.hpp), and
+// neither touches the other's.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "body_store.hpp"
+#include "broad_phase.hpp"
+#include "carom/solver_state.hpp"
+#include "stages.hpp"
+
+namespace carom::detail {
+
+/// The coloured candidate list and what it was built from, the contacts and
+/// their warm starts, the wall contacts, Verlet's start-of-substep positions.
+/// Simulation thread only (its stages fan out inside the World's arena).
+struct DiscreteSolver {
+  PairAnchors anchors;         // broad phase: where the list was built, and when to rebuild it
+  BroadPhase broad;            // the pair search's scratch
+  PairBlocks pairs;            // the candidates, in colour order
+  Colouring colouring;
+  double speculative = 0.0;    // pairs and walls closer than this are contacts (m)
+  double rmin = 1.0;           // smallest radius at the last rebuild (m)
+  Contacts contacts;
+  WallContacts walls;          // discrete: bodies within the speculative distance of a wall
+  std::vector<double> px, py;  // Verlet: positions at the start of the substep
+  bool edited = true;          // bodies added or removed since the last rebuild (storage indices stale)
+  // Warm starts restored by restore, by id pair: the next rebuild takes them
+  // instead of what the current candidate list carries.
+  std::optional<WarmByIds> pending_warm;
+
+  /// Broad phase: rebuilds the candidate list from new anchors, colours it,
+  /// and carries the warm starts across (by storage index after a rebuild
+  /// caused by motion, by id pair after a restore, none after bodies were
+  /// added or removed). `dt`: the step (s), for the skin.
+  void rebuild_pairs(const BodyStore& b, double dt);
+
+  /// Bodies were moved by hand: the list, the wall touches and restored
+  /// anchors no longer hold; warm starts are kept, by id.
+  void positions_edited();
+  /// Bodies were added or removed: as moved, and storage indices changed, so
+  /// warm starts are dropped.
+  void bodies_edited();
+  /// The box changed: the wall touches no longer hold.
+  void bounds_changed() { walls.warm = false; }
+  /// The continuous solver moved the bodies: the list and the wall touches no
+  /// longer hold (what was restored waits for the next rebuild).
+  void moved_elsewhere();
+
+  /// What a saved world needs of this state to continue bit-identically:
+  /// warm starts by id pair, the anchors and skin of the current list (none
+  /// when the next step rebuilds it anyway), wall touches.
+  void save(const BodyStore& b, SolverState& out) const;
+  /// A saved world's state, validated by the caller: warm starts by id pair
+  /// for the next rebuild, its anchors (if it had them), and wall touches as
+  /// (storage index << 2 | wall, value), sorted, for `bodies` bodies in a
+  /// box that is `walled` or not. The list is rebuilt at the next substep.
+  void restore(WarmByIds warm, std::optional<PairAnchors::Saved> saved,
+               std::span<const std::pair<std::uint32_t, double>> wall_entries, std::size_t bodies, bool walled);
+};
+
+}  // namespace carom::detail
