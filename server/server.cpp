@@ -25,6 +25,7 @@
 #include "carom/proto/framing.hpp"
 #include "carom/proto/text.hpp"
 #include "hub.hpp"
+#include "listener.hpp"
 #include "publisher.hpp"
 #include "session.hpp"
 #include "sim_state.hpp"
@@ -44,8 +45,7 @@ struct Server::Impl {
   Hub hub;
   SnapshotPublisher publisher;
   asio::io_context io{std::max(1, options.io_threads)};
-  tcp::acceptor acceptor{asio::make_strand(io)};
-  asio::steady_timer accept_backoff{acceptor.get_executor()};
+  std::shared_ptr<Listener> listener = std::make_shared<Listener>(io, hub);
   std::uint16_t port = 0;
   std::unique_ptr<SimState> sim;
   std::vector<std::thread> io_threads;
@@ -66,7 +66,6 @@ struct Server::Impl {
   Status load_initial();
   Status load_state_file();
   SimOptions sim_options() const;
-  void accept();
   void run_sim();
   void apply_commands(std::vector<PendingCommand>& commands);
   void answer(const std::weak_ptr<Session>& to, v1::CommandResult result);
@@ -132,23 +131,6 @@ Status Server::Impl::load_initial() {
     if (Status s = sim->load_scenario(scenario, options.scenario, &where); !s.ok()) return s;
   }
   return {};
-}
-
-void Server::Impl::accept() {
-  acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-    if (ec) {
-      // Out of descriptors and the like: log, back off a little, carry on.
-      spdlog::warn("accept failed: {}", ec.message());
-      accept_backoff.expires_after(std::chrono::milliseconds(50));
-      accept_backoff.async_wait([this](boost::system::error_code wait_ec) {
-        if (!wait_ec) accept();
-      });
-      return;
-    }
-    if (!refuse_if_full(socket, hub)) std::make_shared<Session>(std::move(socket), hub)->start();
-    accept();
-  });
 }
 
 void Server::Impl::answer(const std::weak_ptr<Session>& to, v1::CommandResult result) {
@@ -346,16 +328,12 @@ Status Server::start() {
                 " is not loopback and no token is set: set --token (or CAROM_TOKEN), or pass --insecure"};
   }
   const tcp::endpoint endpoint(address, s.options.port);
-  s.acceptor.open(endpoint.protocol(), ec);
-  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) s.acceptor.bind(endpoint, ec);
-  if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
+  if (const auto listen_ec = s.listener->listen(endpoint)) {
     return {StatusCode::kInvalidArgument,
-            "cannot listen on " + s.options.bind + ":" + std::to_string(s.options.port) + ": " + ec.message()};
+            "cannot listen on " + s.options.bind + ":" + std::to_string(s.options.port) + ": " + listen_ec.message()};
   }
-  s.port = s.acceptor.local_endpoint().port();
-  s.accept();
+  s.port = s.listener->port();
+  s.listener->run();
   for (int i = 0; i < std::max(1, s.options.io_threads); ++i) s.io_threads.emplace_back([&s] { s.io.run(); });
   s.publisher.start();
   s.sim_thread = std::thread([&s] { s.run_sim(); });
@@ -381,11 +359,7 @@ void Server::stop(const std::string& reason) {
   s.hub.wake();
   if (s.sim_thread.joinable()) s.sim_thread.join();
   s.publisher.stop();  // the last snapshot and results go out before the Goodbyes
-  asio::post(s.acceptor.get_executor(), [&s] {
-    boost::system::error_code ignored;
-    s.acceptor.close(ignored);
-    s.accept_backoff.cancel();
-  });
+  s.listener->close();
   s.hub.goodbye_all(reason);
   // Give the Goodbyes a moment to leave (each session closes after its
   // Goodbye is written and leaves the hub), at most a second; then stop the

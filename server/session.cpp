@@ -39,13 +39,6 @@ std::shared_ptr<const std::string> frame_of(const v1::ServerMessage& message) {
   return std::make_shared<const std::string>(proto::encode_frame(message));
 }
 
-std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& text) {
-  v1::ServerMessage m;
-  m.mutable_error()->set_code(code);
-  m.mutable_error()->set_message(text);
-  return frame_of(m);
-}
-
 // Constant-time comparison, so the token cannot be guessed byte by byte.
 bool same_token(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -69,71 +62,19 @@ void set_socket_options(tcp::socket& socket) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
-// "address:port" of the peer, for the log.
+}  // namespace
+
+std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& text) {
+  v1::ServerMessage m;
+  m.mutable_error()->set_code(code);
+  m.mutable_error()->set_message(text);
+  return frame_of(m);
+}
+
 std::string peer_name(const tcp::socket& socket) {
   boost::system::error_code ec;
   const auto endpoint = socket.remote_endpoint(ec);
   return ec ? std::string("unknown peer") : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-}
-
-}  // namespace
-
-bool refuse_if_full(tcp::socket& socket, Hub& hub) {
-  const bool closing = hub.shutting_down();
-  if (!closing && hub.clients() < hub.options().max_clients) return false;
-  // What stays allocated until the peer has read the refusal: the socket, a
-  // timer and a 256-byte sink; the frame is shared by every refusal.
-  struct Refusal : std::enable_shared_from_this<Refusal> {
-    tcp::socket socket;
-    asio::steady_timer timer;
-    std::shared_ptr<const std::string> frame;
-    std::array<char, 256> sink{};
-    explicit Refusal(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
-    void close() {
-      boost::system::error_code ec;
-      timer.cancel();
-      socket.close(ec);
-    }
-    // Read until the peer closes (so it gets the frame, not a reset).
-    void drain() {
-      socket.async_read_some(asio::buffer(sink), [self = shared_from_this()](boost::system::error_code ec,
-                                                                            std::size_t) {
-        if (ec) {
-          self->close();
-        } else {
-          self->drain();
-        }
-      });
-    }
-  };
-  static const auto closing_frame = error_frame(v1::SHUTTING_DOWN, "the server is shutting down");
-  const std::string peer = peer_name(socket);
-  const auto max = hub.options().max_clients;
-  if (closing) {
-    spdlog::warn("refused {}: the server is shutting down", peer);
-  } else {
-    spdlog::warn("refused {}: server full ({} clients, --max-clients)", peer, max);
-  }
-  auto r = std::make_shared<Refusal>(std::move(socket));
-  r->frame = closing ? closing_frame
-                     : error_frame(v1::SERVER_FULL,
-                                   "server full: " + std::to_string(max) + " clients connected (--max-clients)");
-  asio::dispatch(r->socket.get_executor(), [r] {
-    r->timer.expires_after(std::chrono::seconds(2));
-    r->timer.async_wait([r](boost::system::error_code wait_ec) {
-      if (!wait_ec) r->close();
-    });
-    asio::async_write(r->socket, asio::buffer(*r->frame), [r](boost::system::error_code write_ec, std::size_t) {
-      if (write_ec) {
-        r->close();
-        return;
-      }
-      boost::system::error_code shut_ec;
-      r->socket.shutdown(tcp::socket::shutdown_send, shut_ec);
-      r->drain();
-    });
-  });
-  return true;
 }
 
 Session::Session(tcp::socket socket, Hub& hub)

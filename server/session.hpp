@@ -27,12 +27,11 @@ namespace carom::server {
 
 class Hub;
 
-/// At the door: when the server is full or shutting down, answers the new
-/// connection with the Error (SERVER_FULL or SHUTTING_DOWN) and closes it
-/// once the peer has read it (2 s at most), without a Session (no buffers,
-/// no registration), and returns true. Else false: make a Session, whose
-/// start() still refuses if the last slot went meanwhile.
-bool refuse_if_full(boost::asio::ip::tcp::socket& socket, Hub& hub);
+/// An encoded ServerMessage with this Error: every Error the server sends is
+/// built here (sessions and the refusals at the door). Any thread.
+std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& message);
+/// "address:port" of the peer, for the log. The socket's thread.
+std::string peer_name(const boost::asio::ip::tcp::socket& socket);
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
