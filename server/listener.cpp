@@ -122,7 +122,8 @@ void Listener::do_accept() {
 void Listener::on_accept(boost::system::error_code ec, tcp::socket socket) {
   if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
   if (ec) {
-    // Out of descriptors and the like: log, back off a little, carry on.
+    // Out of descriptors and the like: log, back off a little, carry on
+    // (Beast's example stops accepting; a server meant to stay up cannot).
     spdlog::warn("accept failed: {}", ec.message());
     backoff_.expires_after(std::chrono::milliseconds(50));
     backoff_.async_wait(std::bind_front(&Listener::on_backoff, shared_from_this()));

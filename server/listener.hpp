@@ -21,6 +21,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   Listener(boost::asio::io_context& io, Hub& hub);
 
   /// Opens, binds and listens on `endpoint`. Before run(); caller's thread.
+  /// Apart from the constructor (Beast's opens there and logs a failure), so
+  /// that Server::start can refuse to start and say why.
   boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint);
   /// The port actually bound (useful with port 0). After listen().
   std::uint16_t port() const;

@@ -1,9 +1,15 @@
-// Server: the composition of the parts, each in its own files as in Boost.Beast's
-// chat-multi example — the listener (listener.cpp) accepts and makes the
-// sessions (session.cpp), the hub (hub.cpp) is the state they share with the
-// simulation thread (tick_loop.cpp), which hands each tick's capture to the
-// snapshot thread (publisher.cpp). Here: the start-up order, the shutdown
-// order, and the threads that run the network.
+// Server: the composition of the parts, each in its own files as in
+// Boost.Beast's chat-multi example — the listener (listener.cpp) accepts and
+// makes the sessions (session.cpp), the hub (hub.cpp) is the state they share
+// with the simulation thread (tick_loop.cpp), which hands each tick's capture
+// to the snapshot thread (publisher.cpp). Here: the start-up order, the
+// shutdown order, and the threads that run the network.
+//
+// Where this departs from the example: the simulation and snapshot threads
+// are plain threads that meet the network at the hub's queues, not handlers
+// on the io_context, so that no network handler can delay a tick and one
+// thread alone touches the World (shared/design.md); and the hub is a member
+// here, not a shared_ptr that each session keeps alive (see Impl).
 
 #include "server.hpp"
 
@@ -33,6 +39,9 @@ using asio::ip::tcp;
 struct Server::Impl {
   explicit Impl(ServerOptions o) : options(std::move(o)), hub(options), publisher(hub) {}
 
+  // Members are destroyed in reverse order: the io_context, with the
+  // Sessions and the Listener that its handlers own, goes before the hub and
+  // the publisher they refer to.
   ServerOptions options;
   Hub hub;
   SnapshotPublisher publisher;
