@@ -52,7 +52,7 @@ void TickLoop::run() {
     const bool running = !sim_.paused();
     if (sim_.should_step() && (!running || woke >= next_)) {
       on_tick(woke, running);
-    } else if (!running && (sim_.take_edited() | hub_.take_resend())) {
+    } else if (!running && take_paused_changes()) {
       on_paused_change();
     } else if (!running && Clock::now() - last_stream_ >= kHeartbeatPeriod) {
       on_heartbeat();
@@ -152,6 +152,13 @@ void TickLoop::collect_events() {
     events_.push_back(TickEvent{e, sim_.tick()});
   }
   events_dropped_ += world.stats().events_dropped;
+}
+
+bool TickLoop::take_paused_changes() {
+  // Both flags are taken, whichever is set: one re-sent tick answers both.
+  const bool edited = sim_.take_edited();
+  const bool joined = hub_.take_resend();
+  return edited || joined;
 }
 
 void TickLoop::on_paused_change() {

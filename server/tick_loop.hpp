@@ -52,6 +52,7 @@ class TickLoop {
   void apply_commands(std::vector<PendingCommand>& commands);
   void on_tick(Clock::time_point woke, bool running);
   void collect_events();
+  bool take_paused_changes();
   void on_paused_change();
   void on_heartbeat();
   void save_if_due();
