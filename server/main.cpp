@@ -67,10 +67,13 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
-  // main stops on an Asio signal_set (the house rule, shared/design.md): its
-  // own io_context, run on this thread, which does nothing else; the
-  // server's io_context and threads are the Server's. Registered before the
-  // server starts, so a signal during start-up is not lost.
+  // main stops on an Asio signal_set (shared/design.md), registered before
+  // the server starts so that a signal during start-up is not lost. Unlike
+  // the notes (and Beast's example), main's io_context serves only the
+  // signals and runs on this thread, which does nothing else: the network's
+  // io_context and threads are the Server's, because the integration tests
+  // and carom-bench run a Server without this main, and because stop() must
+  // order them after the tick, the last snapshot and the Goodbyes.
   std::signal(SIGPIPE, SIG_IGN);
   boost::asio::io_context signal_io;
   boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);

@@ -8,6 +8,12 @@
 /// One capture waits at most: when the encoder falls behind, a newer capture
 /// replaces the waiting one (its events and results are folded into the newer
 /// one, nothing is lost but the skipped frame, counted in snapshots_skipped).
+///
+/// shared/design.md's "one encoded snapshot per tick" is, here, one frame per
+/// variant that some session wants (snapshot.hpp: velocities, events, body
+/// tables...), each shared by every session that wants that variant, and
+/// encoded here rather than in the tick, so that encoding a large world never
+/// lengthens one.
 
 #include <chrono>
 #include <condition_variable>

@@ -2,6 +2,12 @@
 // Reads: bytes from the socket (FrameDecoder enforces the frame limit before
 // buffering a frame). Writes: one frame at a time; queued messages first,
 // then the stream slot. Runs on the socket's strand only.
+//
+// The read path, one handler a step: do_read -> on_read (bytes in) ->
+// read_frames (length prefix and limit) -> on_frame (the ClientMessage) ->
+// on_hello / on_command. The write path: on_deliver / on_deliver_stream /
+// on_goodbye (posted by other threads) -> queue -> do_write -> on_write.
+// Closing: fail (an Error, then linger) or close.
 
 #include "session.hpp"
 
@@ -9,6 +15,7 @@
 #include <netinet/tcp.h>
 
 #include <cmath>
+#include <functional>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -39,11 +46,14 @@ std::shared_ptr<const std::string> frame_of(const v1::ServerMessage& message) {
   return std::make_shared<const std::string>(proto::encode_frame(message));
 }
 
-std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& text) {
+// The result of a command refused here, before the simulation thread sees it.
+v1::ServerMessage refused(const v1::Command& command, v1::ErrorCode code, const std::string& message) {
   v1::ServerMessage m;
-  m.mutable_error()->set_code(code);
-  m.mutable_error()->set_message(text);
-  return frame_of(m);
+  v1::CommandResult& r = *m.mutable_result();
+  r.set_request_id(command.request_id());
+  r.set_code(code);
+  r.set_message(message);
+  return m;
 }
 
 // Constant-time comparison, so the token cannot be guessed byte by byte.
@@ -69,71 +79,19 @@ void set_socket_options(tcp::socket& socket) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
-// "address:port" of the peer, for the log.
+}  // namespace
+
+std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& text) {
+  v1::ServerMessage m;
+  m.mutable_error()->set_code(code);
+  m.mutable_error()->set_message(text);
+  return frame_of(m);
+}
+
 std::string peer_name(const tcp::socket& socket) {
   boost::system::error_code ec;
   const auto endpoint = socket.remote_endpoint(ec);
   return ec ? std::string("unknown peer") : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-}
-
-}  // namespace
-
-bool refuse_if_full(tcp::socket& socket, Hub& hub) {
-  const bool closing = hub.shutting_down();
-  if (!closing && hub.clients() < hub.options().max_clients) return false;
-  // What stays allocated until the peer has read the refusal: the socket, a
-  // timer and a 256-byte sink; the frame is shared by every refusal.
-  struct Refusal : std::enable_shared_from_this<Refusal> {
-    tcp::socket socket;
-    asio::steady_timer timer;
-    std::shared_ptr<const std::string> frame;
-    std::array<char, 256> sink{};
-    explicit Refusal(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
-    void close() {
-      boost::system::error_code ec;
-      timer.cancel();
-      socket.close(ec);
-    }
-    // Read until the peer closes (so it gets the frame, not a reset).
-    void drain() {
-      socket.async_read_some(asio::buffer(sink), [self = shared_from_this()](boost::system::error_code ec,
-                                                                            std::size_t) {
-        if (ec) {
-          self->close();
-        } else {
-          self->drain();
-        }
-      });
-    }
-  };
-  static const auto closing_frame = error_frame(v1::SHUTTING_DOWN, "the server is shutting down");
-  const std::string peer = peer_name(socket);
-  const auto max = hub.options().max_clients;
-  if (closing) {
-    spdlog::warn("refused {}: the server is shutting down", peer);
-  } else {
-    spdlog::warn("refused {}: server full ({} clients, --max-clients)", peer, max);
-  }
-  auto r = std::make_shared<Refusal>(std::move(socket));
-  r->frame = closing ? closing_frame
-                     : error_frame(v1::SERVER_FULL,
-                                   "server full: " + std::to_string(max) + " clients connected (--max-clients)");
-  asio::dispatch(r->socket.get_executor(), [r] {
-    r->timer.expires_after(std::chrono::seconds(2));
-    r->timer.async_wait([r](boost::system::error_code wait_ec) {
-      if (!wait_ec) r->close();
-    });
-    asio::async_write(r->socket, asio::buffer(*r->frame), [r](boost::system::error_code write_ec, std::size_t) {
-      if (write_ec) {
-        r->close();
-        return;
-      }
-      boost::system::error_code shut_ec;
-      r->socket.shutdown(tcp::socket::shutdown_send, shut_ec);
-      r->drain();
-    });
-  });
-  return true;
 }
 
 Session::Session(tcp::socket socket, Hub& hub)
@@ -151,75 +109,78 @@ Session::Session(tcp::socket socket, Hub& hub)
 
 Session::~Session() = default;
 
-void Session::start() {
-  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
-    set_socket_options(self->socket_);
-    if (!self->hub_.add(self, &self->id_)) {
-      if (self->hub_.shutting_down()) {
-        self->fail(v1::SHUTTING_DOWN, "the server is shutting down");
-        return;
-      }
-      const auto max = self->hub_.options().max_clients;
-      spdlog::warn("refused {}: server full ({} clients, --max-clients)", self->peer_, max);
-      self->fail(v1::SERVER_FULL, "server full: " + std::to_string(max) + " clients connected (--max-clients)");
+void Session::start() { asio::dispatch(socket_.get_executor(), std::bind_front(&Session::on_start, shared_from_this())); }
+
+void Session::on_start() {
+  set_socket_options(socket_);
+  if (!hub_.add(shared_from_this(), &id_)) {
+    if (hub_.shutting_down()) {
+      fail(v1::SHUTTING_DOWN, "the server is shutting down");
       return;
     }
-    spdlog::info("session {} connected from {}", self->id_, self->peer_);
-    self->timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(self->hub_.options().handshake_timeout_s)));
-    self->timer_.async_wait([self](boost::system::error_code ec) {
-      if (!ec && self->phase_ == Phase::kHandshake) {
-        self->fail(v1::TIMEOUT, "no Hello within " + std::to_string(self->hub_.options().handshake_timeout_s) + " s");
-      }
-    });
-    self->read_more();
-  });
+    const auto max = hub_.options().max_clients;
+    spdlog::warn("refused {}: server full ({} clients, --max-clients)", peer_, max);
+    fail(v1::SERVER_FULL, "server full: " + std::to_string(max) + " clients connected (--max-clients)");
+    return;
+  }
+  spdlog::info("session {} connected from {}", id_, peer_);
+  timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(hub_.options().handshake_timeout_s)));
+  timer_.async_wait(std::bind_front(&Session::on_handshake_timeout, shared_from_this()));
+  do_read();
 }
 
-void Session::read_more() {
+void Session::on_handshake_timeout(boost::system::error_code ec) {
+  if (!ec && phase_ == Phase::kHandshake) {
+    fail(v1::TIMEOUT, "no Hello within " + std::to_string(hub_.options().handshake_timeout_s) + " s");
+  }
+}
+
+// --- The read path ---
+
+void Session::do_read() {
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buffer_), [self = shared_from_this()](boost::system::error_code ec,
-                                                                                  std::size_t n) {
-    self->reading_ = false;
-    if (self->phase_ == Phase::kClosed) return;
-    if (self->phase_ == Phase::kClosing) {
-      if (ec) {
-        self->close();
-      } else {
-        self->drain();
-      }
-      return;
-    }
-    if (ec) {
-      self->close();
-      return;
-    }
-    self->decoder_.append(self->read_buffer_.data(), n);
-    if (n == self->read_buffer_.size() && n < kMaxReadBuffer) self->read_buffer_.resize(2 * n);
-    for (;;) {
-      std::string_view frame;
-      std::uint64_t length = 0;
-      const auto r = self->decoder_.next(&frame, &length);
-      if (r == proto::FrameDecoder::Result::kNeedMore) break;
-      if (r == proto::FrameDecoder::Result::kTooLarge) {
-        self->fail(v1::FRAME_TOO_LARGE,
-                   "frame of " + std::to_string(length) + " bytes is over the limit of " +
-                       std::to_string(self->decoder_.max_frame()) + " bytes" +
-                       (self->control_ ? " (--max-frame-bytes)" : " (before Hello and for viewers)"));
-        return;
-      }
-      if (r == proto::FrameDecoder::Result::kBadPrefix) {
-        self->fail(v1::MALFORMED_FRAME, "frame length prefix is not a valid varint32");
-        return;
-      }
-      self->handle_frame(frame);
-      if (self->phase_ == Phase::kClosing || self->phase_ == Phase::kClosed) return;
-    }
-    self->read_more();
-  });
+  socket_.async_read_some(asio::buffer(read_buffer_), std::bind_front(&Session::on_read, shared_from_this()));
 }
 
-void Session::handle_frame(std::string_view bytes) {
+void Session::on_read(boost::system::error_code ec, std::size_t n) {
+  reading_ = false;
+  if (phase_ == Phase::kClosed) return;
+  if (phase_ == Phase::kClosing) {
+    on_drain(ec, n);
+    return;
+  }
+  if (ec) {
+    close();
+    return;
+  }
+  decoder_.append(read_buffer_.data(), n);
+  if (n == read_buffer_.size() && n < kMaxReadBuffer) read_buffer_.resize(2 * n);
+  if (read_frames()) do_read();
+}
+
+bool Session::read_frames() {
+  for (;;) {
+    std::string_view frame;
+    std::uint64_t length = 0;
+    const auto r = decoder_.next(&frame, &length);
+    if (r == proto::FrameDecoder::Result::kNeedMore) return true;
+    if (r == proto::FrameDecoder::Result::kTooLarge) {
+      fail(v1::FRAME_TOO_LARGE, "frame of " + std::to_string(length) + " bytes is over the limit of " +
+                                    std::to_string(decoder_.max_frame()) + " bytes" +
+                                    (control_ ? " (--max-frame-bytes)" : " (before Hello and for viewers)"));
+      return false;
+    }
+    if (r == proto::FrameDecoder::Result::kBadPrefix) {
+      fail(v1::MALFORMED_FRAME, "frame length prefix is not a valid varint32");
+      return false;
+    }
+    on_frame(frame);
+    if (phase_ == Phase::kClosing || phase_ == Phase::kClosed) return false;
+  }
+}
+
+void Session::on_frame(std::string_view bytes) {
   v1::ClientMessage message;
   if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     fail(v1::MALFORMED_FRAME, "frame of " + std::to_string(bytes.size()) + " bytes is not a ClientMessage");
@@ -231,14 +192,14 @@ void Session::handle_frame(std::string_view bytes) {
         fail(v1::PROTOCOL_VIOLATION, "second Hello on one connection");
         return;
       }
-      handle_hello(message.hello());
+      on_hello(message.hello());
       return;
     case v1::ClientMessage::kCommand:
       if (phase_ != Phase::kActive) {
         fail(v1::PROTOCOL_VIOLATION, "Command before Hello: send Hello first");
         return;
       }
-      handle_command(std::move(*message.mutable_command()));
+      on_command(std::move(*message.mutable_command()));
       return;
     case v1::ClientMessage::KIND_NOT_SET:
       break;
@@ -246,7 +207,7 @@ void Session::handle_frame(std::string_view bytes) {
   fail(v1::MALFORMED_FRAME, "ClientMessage with neither hello nor command (unknown field number?)");
 }
 
-void Session::handle_hello(const v1::Hello& hello) {
+void Session::on_hello(const v1::Hello& hello) {
   const ServerOptions& opt = hub_.options();
   if (hello.protocol_version() != proto::kProtocolVersion) {
     fail(v1::UNSUPPORTED_VERSION, "protocol_version " + std::to_string(hello.protocol_version()) +
@@ -307,34 +268,27 @@ void Session::handle_hello(const v1::Hello& hello) {
   }
 }
 
-void Session::handle_command(v1::Command command) {
+void Session::on_command(v1::Command command) {
   if (!control_) {
-    v1::ServerMessage m;
-    v1::CommandResult& r = *m.mutable_result();
-    r.set_request_id(command.request_id());
-    r.set_code(v1::PERMISSION_DENIED);
-    r.set_message("viewers are read-only: connect with role ROLE_CONTROLLER to send commands");
-    r.set_tick(hub_.get_public().tick);
+    v1::ServerMessage m = refused(command, v1::PERMISSION_DENIED,
+                                  "viewers are read-only: connect with role ROLE_CONTROLLER to send commands");
+    m.mutable_result()->set_tick(hub_.get_public().tick);
     queue(frame_of(m));
     return;
   }
   if (in_flight.load() >= kMaxInFlight) {
-    v1::ServerMessage m;
-    v1::CommandResult& r = *m.mutable_result();
-    r.set_request_id(command.request_id());
-    r.set_code(v1::RESOURCE_EXHAUSTED);
-    r.set_message("too many commands in flight (" + std::to_string(kMaxInFlight) + "): wait for results");
-    queue(frame_of(m));
+    queue(frame_of(refused(command, v1::RESOURCE_EXHAUSTED,
+                           "too many commands in flight (" + std::to_string(kMaxInFlight) + "): wait for results")));
     return;
   }
   in_flight.fetch_add(1);
   hub_.submit(shared_from_this(), std::move(command));
 }
 
+// --- The write path ---
+
 void Session::deliver(std::shared_ptr<const std::string> frame) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame)]() mutable {
-    self->queue(std::move(frame));
-  });
+  asio::post(socket_.get_executor(), std::bind_front(&Session::queue, shared_from_this(), std::move(frame)));
 }
 
 void send_result(const std::weak_ptr<Session>& to, v1::CommandResult result) {
@@ -348,61 +302,50 @@ void send_result(const std::weak_ptr<Session>& to, v1::CommandResult result) {
 
 void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
                              std::shared_ptr<const BodyTableFrame> table) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), frame = std::move(frame), snapshot,
-                                      table = std::move(table)]() mutable {
-    if (self->phase_ != Phase::kActive) return;
-    const double stall = self->hub_.options().stall_timeout_s;
-    if (self->writing_ && stall > 0.0 &&
-        std::chrono::steady_clock::now() - self->write_started_ > std::chrono::duration<double>(stall)) {
-      spdlog::warn("session {} ({}): stalled: a write unfinished for over {} s (--stall-timeout); disconnecting",
-                   self->id_, self->peer_, stall);
-      self->close();
-      return;
-    }
-    if (snapshot && self->max_rate_hz_ > 0) {
-      const auto now = std::chrono::steady_clock::now();
-      // 0.9: tolerate tick jitter so a 30 Hz wish on a 60 Hz server gets 30.
-      if (now - self->last_snapshot_ < std::chrono::duration<double>(0.9 / self->max_rate_hz_)) return;
-      self->last_snapshot_ = now;
-    }
-    // A heartbeat never replaces a snapshot (while paused it may be the last).
-    if (!snapshot && self->stream_) return;
-    if (self->stream_ && self->stream_is_snapshot_) self->hub_.snapshots_skipped.fetch_add(1);
-    self->stream_ = std::move(frame);
-    self->stream_table_ = std::move(table);
-    self->stream_is_snapshot_ = snapshot;
-    self->write_next();
-  });
+  asio::post(socket_.get_executor(), std::bind_front(&Session::on_deliver_stream, shared_from_this(),
+                                                     std::move(frame), snapshot, std::move(table)));
+}
+
+void Session::on_deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
+                                std::shared_ptr<const BodyTableFrame> table) {
+  if (phase_ != Phase::kActive) return;
+  const double stall = hub_.options().stall_timeout_s;
+  if (writing_ && stall > 0.0 &&
+      std::chrono::steady_clock::now() - write_started_ > std::chrono::duration<double>(stall)) {
+    spdlog::warn("session {} ({}): stalled: a write unfinished for over {} s (--stall-timeout); disconnecting", id_,
+                 peer_, stall);
+    close();
+    return;
+  }
+  if (snapshot && max_rate_hz_ > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    // 0.9: tolerate tick jitter so a 30 Hz wish on a 60 Hz server gets 30.
+    if (now - last_snapshot_ < std::chrono::duration<double>(0.9 / max_rate_hz_)) return;
+    last_snapshot_ = now;
+  }
+  // A heartbeat never replaces a snapshot (while paused it may be the last).
+  if (!snapshot && stream_) return;
+  if (stream_ && stream_is_snapshot_) hub_.snapshots_skipped.fetch_add(1);
+  stream_ = std::move(frame);
+  stream_table_ = std::move(table);
+  stream_is_snapshot_ = snapshot;
+  do_write();
 }
 
 void Session::goodbye(const std::string& reason) {
-  asio::post(socket_.get_executor(), [self = shared_from_this(), reason] {
-    if (self->phase_ == Phase::kClosed || self->phase_ == Phase::kClosing) return;
-    v1::ServerMessage m;
-    m.mutable_goodbye()->set_reason(reason);
-    self->stream_.reset();
-    self->stream_table_.reset();
-    self->queue(frame_of(m));
-    self->phase_ = Phase::kClosing;
-    self->timer_.expires_after(std::chrono::seconds(1));
-    self->timer_.async_wait([self](boost::system::error_code ec) {
-      if (!ec) self->close();
-    });
-  });
+  asio::post(socket_.get_executor(), std::bind_front(&Session::on_goodbye, shared_from_this(), reason));
 }
 
-void Session::fail(v1::ErrorCode code, const std::string& message) {
+void Session::on_goodbye(const std::string& reason) {
   if (phase_ == Phase::kClosed || phase_ == Phase::kClosing) return;
-  spdlog::warn("session {} ({}): {}: {}", id_, peer_, v1::ErrorCode_Name(code), message);
+  v1::ServerMessage m;
+  m.mutable_goodbye()->set_reason(reason);
   stream_.reset();
   stream_table_.reset();
-  queue(error_frame(code, message));
+  queue(frame_of(m));
   phase_ = Phase::kClosing;
-  // The peer may not read: close after a grace period whatever happens.
-  timer_.expires_after(std::chrono::seconds(2));
-  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) self->close();
-  });
+  timer_.expires_after(std::chrono::seconds(1));
+  timer_.async_wait(std::bind_front(&Session::on_grace_timeout, shared_from_this()));
 }
 
 void Session::queue(std::shared_ptr<const std::string> frame) {
@@ -416,10 +359,10 @@ void Session::queue(std::shared_ptr<const std::string> frame) {
     close();
     return;
   }
-  write_next();
+  do_write();
 }
 
-void Session::write_next() {
+void Session::do_write() {
   if (writing_ || phase_ == Phase::kClosed) return;
   if (!queue_.empty()) {
     writing_ = std::move(queue_.front());
@@ -442,16 +385,35 @@ void Session::write_next() {
   write_started_ = std::chrono::steady_clock::now();
   std::array<asio::const_buffer, 2> buffers{asio::buffer(*writing_), asio::const_buffer()};
   if (writing_table_) buffers = {asio::buffer(*writing_table_->frame), asio::buffer(*writing_)};
-  asio::async_write(socket_, buffers,
-                    [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                      self->writing_.reset();
-                      self->writing_table_.reset();
-                      if (ec) {
-                        self->close();
-                        return;
-                      }
-                      self->write_next();
-                    });
+  asio::async_write(socket_, buffers, std::bind_front(&Session::on_write, shared_from_this()));
+}
+
+void Session::on_write(boost::system::error_code ec, std::size_t) {
+  writing_.reset();
+  writing_table_.reset();
+  if (ec) {
+    close();
+    return;
+  }
+  do_write();
+}
+
+// --- Closing ---
+
+void Session::fail(v1::ErrorCode code, const std::string& message) {
+  if (phase_ == Phase::kClosed || phase_ == Phase::kClosing) return;
+  spdlog::warn("session {} ({}): {}: {}", id_, peer_, v1::ErrorCode_Name(code), message);
+  stream_.reset();
+  stream_table_.reset();
+  queue(error_frame(code, message));
+  phase_ = Phase::kClosing;
+  // The peer may not read: close after a grace period whatever happens.
+  timer_.expires_after(std::chrono::seconds(2));
+  timer_.async_wait(std::bind_front(&Session::on_grace_timeout, shared_from_this()));
+}
+
+void Session::on_grace_timeout(boost::system::error_code ec) {
+  if (!ec) close();
 }
 
 void Session::linger() {
@@ -466,15 +428,16 @@ void Session::linger() {
 void Session::drain() {
   if (reading_ || phase_ == Phase::kClosed) return;
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buffer_), [self = shared_from_this()](boost::system::error_code ec,
-                                                                                  std::size_t) {
-    self->reading_ = false;
-    if (ec) {
-      self->close();
-    } else {
-      self->drain();
-    }
-  });
+  socket_.async_read_some(asio::buffer(read_buffer_), std::bind_front(&Session::on_drain, shared_from_this()));
+}
+
+void Session::on_drain(boost::system::error_code ec, std::size_t) {
+  reading_ = false;
+  if (ec) {
+    close();
+  } else {
+    drain();
+  }
 }
 
 void Session::close() {

@@ -1,7 +1,7 @@
 #pragma once
 /// \file Session: one client connection. Everything a Session does runs on
-/// its own strand (the socket's executor); other threads only call the
-/// deliver_* functions, which post to it.
+/// its own strand (the socket's executor); other threads only call start,
+/// deliver, deliver_stream and goodbye, which post to it.
 ///
 /// Outgoing messages: a queue for Welcome, CommandResult, Error and Goodbye
 /// (never dropped, bounded in bytes), and one stream slot for snapshots and
@@ -27,12 +27,11 @@ namespace carom::server {
 
 class Hub;
 
-/// At the door: when the server is full or shutting down, answers the new
-/// connection with the Error (SERVER_FULL or SHUTTING_DOWN) and closes it
-/// once the peer has read it (2 s at most), without a Session (no buffers,
-/// no registration), and returns true. Else false: make a Session, whose
-/// start() still refuses if the last slot went meanwhile.
-bool refuse_if_full(boost::asio::ip::tcp::socket& socket, Hub& hub);
+/// An encoded ServerMessage with this Error: every Error the server sends is
+/// built here (sessions and the refusals at the door). Any thread.
+std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& message);
+/// "address:port" of the peer, for the log. The socket's thread.
+std::string peer_name(const boost::asio::ip::tcp::socket& socket);
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -59,17 +58,33 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<int> in_flight{0};
 
  private:
-  void read_more();
-  void handle_frame(std::string_view bytes);
-  void handle_hello(const v1::Hello& hello);
-  void handle_command(v1::Command command);
+  // Start and handshake.
+  void on_start();
+  void on_handshake_timeout(boost::system::error_code ec);
+  // The read path: bytes, then frames (length prefix and limit), then one
+  // ClientMessage, then what it asks.
+  void do_read();
+  void on_read(boost::system::error_code ec, std::size_t n);
+  bool read_frames();  ///< false when the session stopped reading (it is closing)
+  void on_frame(std::string_view bytes);
+  void on_hello(const v1::Hello& hello);
+  void on_command(v1::Command command);
+  // The write path: results and errors queue, the stream slot, one write at
+  // a time.
+  void queue(std::shared_ptr<const std::string> frame);
+  void on_deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
+                         std::shared_ptr<const BodyTableFrame> table);
+  void on_goodbye(const std::string& reason);
+  void do_write();
+  void on_write(boost::system::error_code ec, std::size_t n);
+  // Closing.
   /// Sends an Error and closes once it is written (or after a grace period).
   void fail(v1::ErrorCode code, const std::string& message);
-  void queue(std::shared_ptr<const std::string> frame);
-  void write_next();
-  void close();
+  void on_grace_timeout(boost::system::error_code ec);
   void linger();
   void drain();
+  void on_drain(boost::system::error_code ec, std::size_t n);
+  void close();
 
   boost::asio::ip::tcp::socket socket_;
   Hub& hub_;
