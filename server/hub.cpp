@@ -4,6 +4,8 @@
 
 #include "hub.hpp"
 
+#include <algorithm>
+
 #include "session.hpp"
 
 namespace carom::server {
@@ -12,15 +14,18 @@ bool Hub::add(const std::shared_ptr<Session>& session, std::uint64_t* id) {
   std::lock_guard lock(sessions_mutex_);
   if (closing_.load() || sessions_.size() >= options_.max_clients) return false;
   *id = next_session_++;
-  sessions_[*id] = Entry{session, -1};
+  sessions_[*id] = Entry{session, -1, {}};
   connections_total.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
-void Hub::subscribe(std::uint64_t id, int variant) {
+void Hub::subscribe(std::uint64_t id, int variant, const CompactKey& compact) {
   {
     std::lock_guard lock(sessions_mutex_);
-    if (auto it = sessions_.find(id); it != sessions_.end()) it->second.variant = variant;
+    if (auto it = sessions_.find(id); it != sessions_.end()) {
+      it->second.variant = variant;
+      it->second.compact = compact;
+    }
   }
   resend_.store(true);
   wake();
@@ -54,6 +59,17 @@ unsigned Hub::needed_variants() const {
   return mask;
 }
 
+std::vector<std::pair<int, CompactKey>> Hub::needed_compact() const {
+  std::lock_guard lock(sessions_mutex_);
+  std::vector<std::pair<int, CompactKey>> out;
+  for (const auto& [id, e] : sessions_) {
+    if (e.variant < 0 || (e.variant & kVariantCompact) == 0) continue;
+    const std::pair<int, CompactKey> want{e.variant, e.compact};
+    if (std::find(out.begin(), out.end(), want) == out.end()) out.push_back(want);
+  }
+  return out;
+}
+
 std::size_t Hub::subscribers() const {
   std::lock_guard lock(sessions_mutex_);
   std::size_t n = 0;
@@ -62,18 +78,28 @@ std::size_t Hub::subscribers() const {
 }
 
 void Hub::broadcast(const SnapshotFrames& frames) {
-  std::vector<std::pair<std::shared_ptr<Session>, int>> targets;
+  struct Target {
+    std::shared_ptr<Session> session;
+    int variant;
+    CompactKey compact;
+  };
+  std::vector<Target> targets;
   {
     std::lock_guard lock(sessions_mutex_);
     targets.reserve(sessions_.size());
     for (const auto& [id, e] : sessions_) {
       if (e.variant < 0) continue;
-      if (auto s = e.session.lock()) targets.emplace_back(std::move(s), e.variant);
+      if (auto s = e.session.lock()) targets.push_back({std::move(s), e.variant, e.compact});
     }
   }
-  for (auto& [session, variant] : targets) {
-    const auto& frame = frames.frames[static_cast<std::size_t>(variant)];
-    if (frame) session->deliver_stream(frame, true, (variant & kVariantBodyTables) != 0 ? frames.table : nullptr);
+  for (const Target& t : targets) {
+    const auto table = (t.variant & kVariantBodyTables) != 0 ? frames.table : nullptr;
+    if ((t.variant & kVariantCompact) != 0) {
+      if (auto snapshot = frames.compact_for(t.variant, t.compact)) t.session->deliver_compact(std::move(snapshot), table);
+      continue;
+    }
+    const auto& frame = frames.frames[static_cast<std::size_t>(t.variant)];
+    if (frame) t.session->deliver_stream(frame, true, table);
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -225,6 +226,18 @@ void Session::on_hello(const v1::Hello& hello) {
                                    format_number(rate));
     return;
   }
+  CompactKey compact;
+  compact.velocities = hello.wishes().velocities();
+  for (auto [name, value, out] : {std::tuple{"position_quantum", hello.wishes().position_quantum(), &compact.position_quantum},
+                                  std::tuple{"velocity_quantum", hello.wishes().velocity_quantum(), &compact.velocity_quantum}}) {
+    if (value == 0.0) continue;  // the default, 1 mm (/s)
+    if (!(value >= kMinQuantum && value <= kMaxQuantum)) {
+      fail(v1::INVALID_ARGUMENT, fmt::format("hello.wishes.{}: must be 0 (the default, 0.001) or in [{}, {}], got {}", name,
+                                             format_number(kMinQuantum), format_number(kMaxQuantum), format_number(value)));
+      return;
+    }
+    *out = value;
+  }
   if (hello.role() == v1::ROLE_CONTROLLER) {
     if (!opt.token.empty()) {
       if (!same_token(hello.token(), opt.token)) {
@@ -264,7 +277,7 @@ void Session::on_hello(const v1::Hello& hello) {
   queue(frame_of(m));
   if (wants) {
     subscribed_ = true;
-    hub_.subscribe(id_, snapshot_variant(hello.wishes()));
+    hub_.subscribe(id_, snapshot_variant(hello.wishes()), compact);
   }
 }
 
@@ -308,28 +321,57 @@ void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snap
 
 void Session::on_deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
                                 std::shared_ptr<const BodyTableFrame> table) {
-  if (phase_ != Phase::kActive) return;
+  if (!take_stream(snapshot)) return;
+  stream_ = std::move(frame);
+  stream_compact_.reset();
+  stream_table_ = std::move(table);
+  stream_is_snapshot_ = snapshot;
+  do_write();
+}
+
+void Session::deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot,
+                              std::shared_ptr<const BodyTableFrame> table) {
+  asio::post(socket_.get_executor(), std::bind_front(&Session::on_deliver_compact, shared_from_this(),
+                                                     std::move(snapshot), std::move(table)));
+}
+
+void Session::on_deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot,
+                                 std::shared_ptr<const BodyTableFrame> table) {
+  if (!take_stream(true)) return;
+  stream_.reset();
+  stream_compact_ = std::move(snapshot);
+  stream_table_ = std::move(table);
+  stream_is_snapshot_ = true;
+  do_write();
+}
+
+bool Session::take_stream(bool snapshot) {
+  if (phase_ != Phase::kActive) return false;
   const double stall = hub_.options().stall_timeout_s;
   if (writing_ && stall > 0.0 &&
       std::chrono::steady_clock::now() - write_started_ > std::chrono::duration<double>(stall)) {
     spdlog::warn("session {} ({}): stalled: a write unfinished for over {} s (--stall-timeout); disconnecting", id_,
                  peer_, stall);
     close();
-    return;
+    return false;
   }
   if (snapshot && max_rate_hz_ > 0) {
     const auto now = std::chrono::steady_clock::now();
     // 0.9: tolerate tick jitter so a 30 Hz wish on a 60 Hz server gets 30.
-    if (now - last_snapshot_ < std::chrono::duration<double>(0.9 / max_rate_hz_)) return;
+    if (now - last_snapshot_ < std::chrono::duration<double>(0.9 / max_rate_hz_)) return false;
     last_snapshot_ = now;
   }
+  const bool occupied = stream_ || stream_compact_;
   // A heartbeat never replaces a snapshot (while paused it may be the last).
-  if (!snapshot && stream_) return;
-  if (stream_ && stream_is_snapshot_) hub_.snapshots_skipped.fetch_add(1);
-  stream_ = std::move(frame);
-  stream_table_ = std::move(table);
-  stream_is_snapshot_ = snapshot;
-  do_write();
+  if (!snapshot && occupied) return false;
+  if (occupied && stream_is_snapshot_) hub_.snapshots_skipped.fetch_add(1);
+  return true;
+}
+
+void Session::clear_stream() {
+  stream_.reset();
+  stream_compact_.reset();
+  stream_table_.reset();
 }
 
 void Session::goodbye(const std::string& reason) {
@@ -340,8 +382,7 @@ void Session::on_goodbye(const std::string& reason) {
   if (phase_ == Phase::kClosed || phase_ == Phase::kClosing) return;
   v1::ServerMessage m;
   m.mutable_goodbye()->set_reason(reason);
-  stream_.reset();
-  stream_table_.reset();
+  clear_stream();
   queue(frame_of(m));
   phase_ = Phase::kClosing;
   timer_.expires_after(std::chrono::seconds(1));
@@ -368,9 +409,16 @@ void Session::do_write() {
     writing_ = std::move(queue_.front());
     queue_.pop_front();
     queued_bytes_ -= writing_->size();
-  } else if (stream_) {
-    writing_ = std::move(stream_);
-    stream_.reset();
+  } else if (stream_ || stream_compact_) {
+    if (stream_compact_) {
+      writing_ = stream_compact_->frame_after(compact_chain_, compact_serial_);
+      compact_chain_ = stream_compact_->chain();
+      compact_serial_ = stream_compact_->serial();
+      stream_compact_.reset();
+    } else {
+      writing_ = std::move(stream_);
+      stream_.reset();
+    }
     // A snapshot that refers to a table this peer has not had goes right
     // after the table, in one write.
     if (stream_table_ && stream_table_->epoch != table_sent_) {
@@ -403,8 +451,7 @@ void Session::on_write(boost::system::error_code ec, std::size_t) {
 void Session::fail(v1::ErrorCode code, const std::string& message) {
   if (phase_ == Phase::kClosed || phase_ == Phase::kClosing) return;
   spdlog::warn("session {} ({}): {}: {}", id_, peer_, v1::ErrorCode_Name(code), message);
-  stream_.reset();
-  stream_table_.reset();
+  clear_stream();
   queue(error_frame(code, message));
   phase_ = Phase::kClosing;
   // The peer may not read: close after a grace period whatever happens.
@@ -449,8 +496,7 @@ void Session::close() {
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   queue_.clear();
-  stream_.reset();
-  stream_table_.reset();
+  clear_stream();
   if (registered) {
     hub_.remove(id_);
     spdlog::info("session {} ({}) disconnected", id_, peer_);

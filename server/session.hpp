@@ -50,6 +50,11 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Any thread.
   void deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
                       std::shared_ptr<const BodyTableFrame> table = nullptr);
+  /// Puts a compact snapshot (wishes.compact) in the stream slot, like
+  /// deliver_stream. Whether it goes as the shared delta or as the key frame
+  /// is decided when it is written, from the compact snapshot this session
+  /// wrote last. Any thread.
+  void deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot, std::shared_ptr<const BodyTableFrame> table);
   /// Sends Goodbye, then closes. Any thread.
   void goodbye(const std::string& reason);
 
@@ -74,6 +79,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void queue(std::shared_ptr<const std::string> frame);
   void on_deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
                          std::shared_ptr<const BodyTableFrame> table);
+  void on_deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot, std::shared_ptr<const BodyTableFrame> table);
+  // Whether a stream message is taken into the slot (the stall timeout, the
+  // rate wish, a heartbeat never replacing a snapshot); counts a skipped one.
+  bool take_stream(bool snapshot);
+  void clear_stream();
   void on_goodbye(const std::string& reason);
   void do_write();
   void on_write(boost::system::error_code ec, std::size_t n);
@@ -108,8 +118,11 @@ class Session : public std::enable_shared_from_this<Session> {
   std::deque<std::shared_ptr<const std::string>> queue_;
   std::size_t queued_bytes_ = 0;
   std::shared_ptr<const std::string> stream_;
+  std::shared_ptr<const CompactSnapshot> stream_compact_;  // in the slot instead of stream_
   std::shared_ptr<const BodyTableFrame> stream_table_;  // the table stream_ refers to, if any
   bool stream_is_snapshot_ = false;
+  // The last compact snapshot written: its chain and serial (0: none).
+  std::uint64_t compact_chain_ = 0, compact_serial_ = 0;
   std::uint64_t table_sent_ = 0;  // epoch of the last body table written
   std::shared_ptr<const std::string> writing_;  // the frame being written (kept alive)
   std::shared_ptr<const BodyTableFrame> writing_table_;

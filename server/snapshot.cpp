@@ -27,8 +27,10 @@ static_assert(std::endian::native == std::endian::little,
 
 int snapshot_variant(const v1::SnapshotWishes& wishes) {
   const bool omit = wishes.omit_bodies();
+  const bool compact = wishes.compact() && !omit;
   return (wishes.velocities() ? kVariantVelocities : 0) | (wishes.events() ? kVariantEvents : 0) |
-         (omit ? kVariantOmitBodies : 0) | (wishes.body_tables() && !omit ? kVariantBodyTables : 0);
+         (omit ? kVariantOmitBodies : 0) | ((wishes.body_tables() || compact) && !omit ? kVariantBodyTables : 0) |
+         (compact ? kVariantCompact : 0);
 }
 
 void SnapshotCapture::absorb(SnapshotCapture& older, std::size_t max_events) {
@@ -146,16 +148,20 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
   out->tick = c.tick;
   out->frames.fill(nullptr);
   out->table = nullptr;
-  if (c.needed == 0) return;
+  out->compact.clear();
+  for (const auto& [variant, key] : c.compact) out->compact.push_back({variant, key, nullptr});
+  unsigned needed = c.needed;
+  for (const auto& [variant, key] : c.compact) needed |= 1u << variant;
+  if (needed == 0) return;
   const std::uint64_t state_hash = hash_bodies(c);
   bool tables = false;
   for (int variant = 0; variant < kSnapshotVariants; ++variant) {
-    tables = tables || ((c.needed & (1u << variant)) != 0 && (variant & kVariantBodyTables) != 0);
+    tables = tables || ((needed & (1u << variant)) != 0 && (variant & kVariantBodyTables) != 0);
   }
   if (tables) out->table = table_for(c);
   const std::size_t id_payload = ids_payload(c.id);
   for (int variant = 0; variant < kSnapshotVariants; ++variant) {
-    if ((c.needed & (1u << variant)) == 0) continue;
+    if ((needed & (1u << variant)) == 0) continue;
     const bool velocities = (variant & kVariantVelocities) != 0, events = (variant & kVariantEvents) != 0,
                omit = (variant & kVariantOmitBodies) != 0, in_table = (variant & kVariantBodyTables) != 0;
     v1::Snapshot s;
@@ -188,6 +194,14 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
       s.set_events_dropped(c.events_dropped);
     }
     s.SerializeToString(&header_);
+    if ((variant & kVariantCompact) != 0) {
+      // The bodies come from the chain of each key; the header is shared.
+      for (SnapshotFrames::Compact& entry : out->compact) {
+        if (entry.variant != variant) continue;
+        entry.snapshot = std::make_shared<const CompactSnapshot>(header_, chains_.advance(entry.key, c));
+      }
+      continue;
+    }
     // The body arrays, fields 4..9 of Snapshot.
     const std::size_t floats = omit ? 0 : 4 * c.x.size();
     std::size_t size = header_.size();
@@ -219,6 +233,7 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
     assert(p == frame->data() + frame->size());
     out->frames[static_cast<std::size_t>(variant)] = std::move(frame);
   }
+  chains_.end_tick();
 }
 
 }  // namespace carom::server

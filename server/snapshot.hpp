@@ -15,6 +15,7 @@
 #include "carom/proto/framing.hpp"
 #include "carom/stats.hpp"
 #include "carom/v1/protocol.pb.h"
+#include "compact_stream.hpp"
 #include "sim_state.hpp"
 #include "tick_times.hpp"
 
@@ -23,9 +24,11 @@ namespace carom::server {
 class Session;
 
 /// Variant index of a set of wishes: the sum of its bits
-/// (body_tables is dropped when omit_bodies is set: there is nothing to index).
-inline constexpr int kVariantVelocities = 1, kVariantEvents = 2, kVariantOmitBodies = 4, kVariantBodyTables = 8;
-inline constexpr int kSnapshotVariants = 16;
+/// (body_tables and compact are dropped when omit_bodies is set: there is
+/// nothing to index or code; compact implies body_tables).
+inline constexpr int kVariantVelocities = 1, kVariantEvents = 2, kVariantOmitBodies = 4, kVariantBodyTables = 8,
+                     kVariantCompact = 16;
+inline constexpr int kSnapshotVariants = 32;
 int snapshot_variant(const v1::SnapshotWishes& wishes);
 /// Bit mask (over variant indices) of the variants that carry events.
 inline constexpr unsigned kEventVariants = [] {
@@ -34,7 +37,7 @@ inline constexpr unsigned kEventVariants = [] {
     if ((v & kVariantEvents) != 0) mask |= 1u << v;
   return mask;
 }();
-static_assert(kEventVariants == 0xccccu);
+static_assert(kEventVariants == 0xccccccccu);
 
 /// A collision event and the tick it happened in (events accumulate between
 /// snapshots when --snapshot-hz is below the tick rate).
@@ -58,6 +61,9 @@ struct SnapshotCapture {
   /// exactly these bits, the snapshot sends them as floats.
   std::vector<std::uint32_t> id;
   std::vector<double> x, y, vx, vy, radius, mass;
+  /// The compact variants wanted, each with the chain key its sessions ask
+  /// for (a compact variant's frames are made per key, not in `needed`).
+  std::vector<std::pair<int, CompactKey>> compact;
   std::vector<TickEvent> events;  ///< since the last snapshot
   std::uint64_t events_dropped = 0;
   /// Tick-time samples taken since the previous capture, for the snapshot
@@ -93,6 +99,19 @@ struct SnapshotFrames {
   std::uint64_t tick = 0;
   std::array<std::shared_ptr<const std::string>, kSnapshotVariants> frames;
   std::shared_ptr<const BodyTableFrame> table;
+  /// Compact variants: one snapshot per (variant, key) in capture.compact.
+  struct Compact {
+    int variant = 0;
+    CompactKey key;
+    std::shared_ptr<const CompactSnapshot> snapshot;
+  };
+  std::vector<Compact> compact;
+  /// The compact snapshot for a session's variant and key, or null.
+  std::shared_ptr<const CompactSnapshot> compact_for(int variant, const CompactKey& key) const {
+    for (const Compact& c : compact)
+      if (c.variant == variant && c.key == key) return c.snapshot;
+    return nullptr;
+  }
 };
 
 /// The snapshot thread's encoder: keeps the current body table (a new epoch
@@ -106,6 +125,7 @@ class SnapshotEncoder {
  private:
   std::shared_ptr<const BodyTableFrame> table_for(const SnapshotCapture& capture);
 
+  CompactChains chains_;
   std::uint64_t next_epoch_ = 1;
   std::vector<std::uint32_t> table_id_;
   std::vector<float> table_radius_, radius_scratch_;

@@ -198,6 +198,7 @@ void TickLoop::publish_snapshot(std::optional<v1::CommandResult> after) {
   // are the snapshot thread's.
   std::unique_ptr<SnapshotCapture> c = publisher_.buffer();
   capture_snapshot(sim_, needed, c.get());
+  c->compact = hub_.needed_compact();
   c->server_time_ns = monotonic_ns();
   sim_.fill_stats(&c->stats);
   c->stats.set_clients(static_cast<std::uint32_t>(hub_.clients()));

@@ -19,6 +19,7 @@
 
 #include "carom/client/connection.hpp"
 #include "carom/client/names.hpp"
+#include "carom/proto/compact.hpp"
 #include "convert.hpp"
 #include "server.hpp"
 #include "sim_state.hpp"
@@ -297,6 +298,8 @@ TEST_F(ServerTest, AStalledViewerSkipsFramesThenIsDisconnectedAtTheStallTimeout)
   ASSERT_EQ(call(ctl, spawn_grid(100, 60, 2.0, 0.9)).code(), v1::OK);  // ~100 kB snapshots
   const int small = 4096;
   Connection brief, gone;
+  brief.set_compact(false);  // plain frames: a still grid must still fill the buffers
+  gone.set_compact(false);
   ASSERT_TRUE(connect(brief, v1::ROLE_VIEWER));
   ASSERT_TRUE(connect(gone, v1::ROLE_VIEWER));
   setsockopt(gone.native_handle(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
@@ -708,6 +711,7 @@ TEST_F(ServerTest, BodyTablesGiveTheSameSnapshotsInFewerBytesAndFollowSpawnsAndR
   ASSERT_EQ(call(ctl, spawn_grid(40, 25)).code(), v1::OK);  // 1000 bodies
   Connection tables, full;  // the same viewer, with and without body tables
   full.set_body_tables(false);
+  tables.set_compact(false);
   ASSERT_TRUE(connect(tables, v1::ROLE_VIEWER));
   ASSERT_TRUE(connect(full, v1::ROLE_VIEWER));
   std::map<std::uint64_t, v1::Snapshot> seen;  // tick -> the full viewer's snapshot
@@ -866,6 +870,151 @@ TEST_F(ServerTest, StopSaysGoodbyeToEveryClient) {
     EXPECT_TRUE(goodbye) << c.error();
   }
   stopper.join();
+}
+
+}  // namespace
+}  // namespace carom
+
+namespace carom {
+namespace {
+
+// What a compact viewer must show for a body: the server's quantization of
+// its full-precision value, as the client library turns it into a float.
+float quantized(double value, double quantum) {
+  return static_cast<float>(static_cast<double>(proto::quantize(value, quantum)) * quantum);
+}
+
+class CompactTest : public ServerTest {};
+
+// The compact stream end to end: every snapshot a compact viewer decodes is
+// the server's own quantization of its full-precision state at that tick
+// (get_world), through spawns, removals, a viewer that joins late and one
+// that skips ticks (both then get key frames), with deltas in between.
+TEST_F(CompactTest, ViewersDecodeExactlyWhatTheServerQuantized) {
+  start();
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(30, 20, 2.0, 1.1)).code(), v1::OK);
+  ASSERT_EQ(call(ctl, command_of([](v1::Command& c) { c.mutable_pause(); })).code(), v1::OK);
+  v1::SnapshotWishes wishes;
+  wishes.set_velocities(true);
+  wishes.set_position_quantum(0.0005);
+  wishes.set_velocity_quantum(0.002);
+  v1::SnapshotWishes slow_wishes = wishes;
+  slow_wishes.set_max_rate_hz(8.0);  // misses most steps: key frames
+  Connection every, slow, late;
+  ASSERT_TRUE(connect(every, v1::ROLE_VIEWER, {}, &wishes));
+  ASSERT_TRUE(connect(slow, v1::ROLE_VIEWER, {}, &slow_wishes));
+  // Every state the viewers may be shown, by state hash (a paused edit
+  // re-sends its tick with the new state).
+  std::map<std::uint64_t, v1::SavedWorld> worlds;
+  std::uint64_t last = 0;
+  auto record = [&] {
+    const v1::CommandResult got = call(ctl, command_of([](v1::Command& c) { c.mutable_get_world(); }));
+    ASSERT_EQ(got.code(), v1::OK);
+    worlds[got.world().state_hash()] = got.world();
+    last = got.world().tick();
+  };
+  for (int k = 0; k < 90; ++k) {
+    if (k == 20) {
+      ASSERT_EQ(call(ctl, spawn_body(40.0, 30.0, 0.5)).code(), v1::OK);
+      record();
+    }
+    if (k == 40) {
+      v1::Command remove;
+      remove.mutable_remove()->add_ids(3);
+      remove.mutable_remove()->add_ids(200);
+      ASSERT_EQ(call(ctl, remove).code(), v1::OK);
+      record();
+    }
+    if (k == 50) {
+      ASSERT_TRUE(connect(late, v1::ROLE_VIEWER, {}, &wishes));
+    }
+    if (k % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the slow viewer's turn
+    v1::Command step;
+    step.mutable_step()->set_count(1);
+    const v1::CommandResult stepped = call(ctl, step);
+    ASSERT_EQ(stepped.code(), v1::OK) << stepped.message();
+    record();
+    ASSERT_EQ(last, stepped.tick());
+  }
+  for (Connection* viewer : {&every, &slow, &late}) {
+    int checked = 0, deltas = 0, keys = 0;
+    std::uint64_t seen = 0;
+    v1::Snapshot s;
+    // Paused after the last step: nothing more comes once a viewer has read
+    // all it was sent (the slow one may not get the last tick at all).
+    while (next_snapshot(*viewer, &s, 0.5)) {
+      ASSERT_TRUE(s.has_compact());
+      (s.compact().has_baseline_tick() ? deltas : keys) += 1;
+      seen = std::max<std::uint64_t>(seen, s.tick());
+      const auto it = worlds.find(s.state_hash());
+      if (it == worlds.end()) continue;  // before the first step
+      const v1::SavedWorld& w = it->second;
+      ASSERT_EQ(s.id_size(), w.id_size()) << "tick " << s.tick();
+      for (int i = 0; i < w.id_size(); ++i) {
+        ASSERT_EQ(s.id(i), w.id(i));
+        ASSERT_EQ(s.x(i), quantized(w.x(i), 0.0005)) << "tick " << s.tick() << " body " << w.id(i);
+        ASSERT_EQ(s.y(i), quantized(w.y(i), 0.0005)) << "tick " << s.tick() << " body " << w.id(i);
+        ASSERT_EQ(s.vx(i), quantized(w.vx(i), 0.002)) << "tick " << s.tick() << " body " << w.id(i);
+        ASSERT_EQ(s.vy(i), quantized(w.vy(i), 0.002)) << "tick " << s.tick() << " body " << w.id(i);
+      }
+      EXPECT_EQ(s.tick(), w.tick());
+      ++checked;
+    }
+    EXPECT_TRUE(viewer->connected()) << viewer->error();
+    EXPECT_GT(checked, 0);
+    if (viewer != &slow) {
+      EXPECT_EQ(seen, last);
+    }
+    if (viewer == &every) {
+      EXPECT_GE(checked, 90);
+      EXPECT_EQ(keys, 1) << "one key frame, then deltas all along";
+    }
+    if (viewer == &late) {
+      EXPECT_EQ(keys, 1);
+      EXPECT_GE(deltas, 30);
+    }
+    if (viewer == &slow) {
+      EXPECT_GE(keys, 2) << "a viewer that skips ticks gets key frames";
+    }
+  }
+}
+
+// What the compact stream is for: a world at rest costs almost nothing, a
+// moving one a fraction of the plain snapshot; a bad quantum is refused.
+TEST_F(CompactTest, AStillWorldCostsAlmostNothingAndABadQuantumIsRefused) {
+  start();
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(40, 25, 0.0)).code(), v1::OK);  // 1000 bodies at rest, no gravity
+  Connection compact, plain;
+  plain.set_compact(false);
+  ASSERT_TRUE(connect(compact, v1::ROLE_VIEWER));
+  ASSERT_TRUE(connect(plain, v1::ROLE_VIEWER));
+  v1::Snapshot s;
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(next_snapshot(compact, &s));  // past the key frame
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(next_snapshot(plain, &s));
+  const std::uint64_t compact0 = compact.bytes_received(), plain0 = plain.bytes_received();
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(next_snapshot(compact, &s));
+    ASSERT_EQ(s.id_size(), 1000);
+    EXPECT_FLOAT_EQ(s.x(0), 2.0f);
+  }
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(next_snapshot(plain, &s));
+  const double compact_bytes = static_cast<double>(compact.bytes_received() - compact0) / 30.0;
+  const double plain_bytes = static_cast<double>(plain.bytes_received() - plain0) / 30.0;
+  EXPECT_LT(compact_bytes, 0.2 * plain_bytes) << compact_bytes << " vs " << plain_bytes << " bytes a snapshot";
+  std::printf("1000 still bodies: %.0f bytes a compact snapshot, %.0f plain\n", compact_bytes, plain_bytes);
+  EXPECT_LT(compact_bytes, 600.0) << "the snapshot's own fields and a few bytes for 1000 still bodies";
+
+  for (double bad : {-1.0, std::nan(""), 1e7, 1e-12}) {
+    v1::SnapshotWishes w;
+    w.set_position_quantum(bad);
+    Connection refused;
+    EXPECT_FALSE(connect(refused, v1::ROLE_VIEWER, {}, &w)) << bad;
+    EXPECT_NE(refused.error().find("position_quantum"), std::string::npos) << refused.error();
+  }
 }
 
 }  // namespace

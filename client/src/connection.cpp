@@ -82,7 +82,7 @@ std::string Connection::Impl::decode_compact(v1::Snapshot& s) {
   const v1::CompactBodies& c = s.compact();
   if (!(c.position_quantum() > 0.0) || !std::isfinite(c.position_quantum()))
     return "position_quantum " + std::to_string(c.position_quantum()) + " is not > 0";
-  const bool key = c.baseline_tick() == 0;
+  const bool key = !c.has_baseline_tick();
   if (!key && (!have_compact || c.baseline_tick() != compact_tick))
     return "it is coded against tick " + std::to_string(c.baseline_tick()) + ", but the last compact snapshot here was " +
            (have_compact ? "tick " + std::to_string(compact_tick) : std::string("none"));
@@ -156,7 +156,7 @@ bool Connection::connect(const Address& address, v1::Hello hello, double timeout
   if (hello.protocol_version() == 0) hello.set_protocol_version(proto::kProtocolVersion);
   const bool snapshots = hello.role() == v1::ROLE_VIEWER || hello.has_wishes();
   if (body_tables_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_body_tables(true);
-  if (compact_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_compact(true);
+  if (body_tables_ && compact_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_compact(true);
   v1::ClientMessage message;
   *message.mutable_hello() = std::move(hello);
   if (!send(message)) return false;

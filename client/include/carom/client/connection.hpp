@@ -43,8 +43,8 @@ class Connection {
   /// travel only when they change, so snapshots are about half the bytes.
   /// receive() hides the difference either way.
   void set_body_tables(bool on) { body_tables_ = on; }
-  /// Whether connect() asks for the compact stream (default true; implies
-  /// body tables): positions quantized to wishes.position_quantum (1 mm by
+  /// Whether connect() asks for the compact stream (default true; needs
+  /// body tables, so set_body_tables(false) turns it off too): positions quantized to wishes.position_quantum (1 mm by
   /// default) and delta-coded, about a quarter of the bytes of a plain
   /// snapshot for a moving gas and a thirtieth for a settled pile. receive()
   /// decodes it into x, y (vx, vy) exactly as the server quantized them.
