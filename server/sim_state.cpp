@@ -116,7 +116,7 @@ Status SimState::load_scenario(const v1::Scenario& scenario, const std::string& 
     const int line = locations != nullptr ? locations->line_of(scenario, st.field()) : 0;
     std::string where = filename.empty() ? std::string("scenario") : filename;
     if (line > 0) where.append(":").append(std::to_string(line));
-    return {st.code(), field_message(where, st.message())};
+    return {st.code(), where.append(": ").append(st.message())};
   };
   Params params;
   double hz = options_.tick_hz;
