@@ -65,6 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (result.code() != carom::v1::OK) {
       CAROM_FUZZ_CHECK(answered, "a refused command was not answered");
       CAROM_FUZZ_CHECK(!result.message().empty(), "a refused command without a message");
+      CAROM_FUZZ_CHECK(result.field().empty() || result.message().rfind(result.field() + ": ", 0) == 0,
+                       "a message that does not start with its field " + result.field() + ": " + result.message());
       CAROM_FUZZ_CHECK(result.payload_case() == carom::v1::CommandResult::PAYLOAD_NOT_SET,
                        "a refused command with a payload: " + result.message());
       CAROM_FUZZ_CHECK(state_of(sim) == before, "a refused command changed the state: " +

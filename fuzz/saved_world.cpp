@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   SimState sim(carom::fuzz::sim_options());
   const std::string before = state_of(sim);
   if (const carom::Status st = sim.load_saved(saved); !st.ok()) {
-    CAROM_FUZZ_CHECK(st.message().rfind("world.", 0) == 0, "error without the field: " + st.message());
+    CAROM_FUZZ_CHECK(st.field().rfind("world.", 0) == 0, "error without the field: " + st.message());
     CAROM_FUZZ_CHECK(state_of(sim) == before, "a refused world changed the state: " + st.message());
     return 0;
   }

@@ -4,20 +4,17 @@
 
 #include "convert.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim_state.hpp"
 
 namespace carom::server {
 namespace {
-
-Status prefixed(const Status& st, const std::string& prefix) {
-  return st.ok() ? st : Status{st.code(), prefix + st.message()};
-}
 
 // A uint32 count of Params (substeps, iterations); values beyond int are
 // refused here with the World's own wording, the rest are the World's to judge.
@@ -28,44 +25,30 @@ Status to_int(std::uint32_t value, const char* field, int* out) {
   return {};
 }
 
-// The SavedWorld arrays that hold one body field of World::add_bodies.
-std::string saved_field(const std::string& field, std::size_t k) {
-  std::string at = "[";
-  at.append(std::to_string(k)).append("]");
-  std::string out;
-  if (field == "position") return out.append("x").append(at).append(", y").append(at);
-  if (field == "velocity") return out.append("vx").append(at).append(", vy").append(at);
-  return out.append(field).append(at);  // id, radius, mass
+// World::add_bodies names one body's field ("position.x", "radius" of
+// bodies[k]); a SavedWorld keeps each in a parallel array ("x[k]", "radius[k]").
+Status saved_body_status(const Status& st) {
+  if (!st.index()) return Status{st.code(), "id", st.reason()};  // the batch as a whole: its ids
+  static constexpr std::pair<std::string_view, std::string_view> kColumns[] = {
+      {"position.x", "x"}, {"position.y", "y"}, {"velocity.x", "vx"}, {"velocity.y", "vy"}};
+  std::string column = st.item_field();
+  for (const auto& [field, name] : kColumns)
+    if (column == field) column = name;
+  return Status{st.code(), "", st.reason()}.in_batch(column, *st.index());
 }
 
-// World::restore_solver_state names its fields in SolverState terms; a
-// SavedWorld keeps them in parallel arrays: "solver.warm[3].a" becomes
-// "solver.warm_a[3]", "solver.walls[2].bits" becomes "solver.wall_bits[2]".
-std::string saved_solver_message(const std::string& message) {
-  const std::size_t colon = message.find(": ");
-  if (colon == std::string::npos) return message;
-  const std::string path = message.substr(0, colon);
-  std::string out;
-  if (path == "solver.warm") {
-    out = "solver.warm_a, solver.warm_b";
-  } else if (path == "solver.walls") {
-    out = "solver.wall_id";
-  } else {
-    const std::size_t open = path.find('['), close = path.find(']');
-    if (open == std::string::npos || close == std::string::npos || close < open) return message;
-    const std::string list = path.substr(0, open);
-    const std::string index = path.substr(open, close + 1 - open);
-    const std::string field = path.substr(close + 1);
-    if (list != "solver.warm" && list != "solver.walls") return message;
-    const std::string prefix = list == "solver.warm" ? "solver.warm_" : "solver.wall_";
-    if (field.empty()) {
-      // A warm start as a whole: its pair.
-      out.append(prefix).append("a").append(index).append(", ").append(prefix).append("b").append(index);
-    } else {
-      out.append(prefix).append(field.substr(1)).append(index);
-    }
-  }
-  return out.append(message.substr(colon));
+// World::restore_solver_state names SolverState's lists of structs
+// ("solver.warm[3].a", "solver.walls[2].bits"); a SavedWorld keeps them as
+// parallel arrays ("solver.warm_a[3]", "solver.wall_bits[2]"). A warm start
+// as a whole is named by its a, a list as a whole by its first array.
+Status saved_solver_status(const Status& st) {
+  const bool warm = st.batch() == "solver.warm" || (!st.index() && st.field() == "solver.warm");
+  const bool walls = st.batch() == "solver.walls" || (!st.index() && st.field() == "solver.walls");
+  if (!warm && !walls) return st;
+  const std::string column = (warm ? "solver.warm_" : "solver.wall_") +
+                             (st.index() && !st.item_field().empty() ? st.item_field() : (warm ? "a" : "id"));
+  if (!st.index()) return {st.code(), column, st.reason()};
+  return Status{st.code(), "", st.reason()}.in_batch(column, *st.index());
 }
 
 }  // namespace
@@ -96,8 +79,8 @@ Status apply_params(const v1::WorldParams& in, Params* params, double* tick_hz) 
       case v1::SOLVER_VERLET: p.solver = Solver::kVerlet; break;
       case v1::SOLVER_CONTINUOUS: p.solver = Solver::kContinuous; break;
       default:
-        return {StatusCode::kInvalidArgument,
-                "solver: unknown value " + std::to_string(static_cast<int>(in.solver())) +
+        return {StatusCode::kInvalidArgument, "solver",
+                "unknown value " + std::to_string(static_cast<int>(in.solver())) +
                     " (1 = SOLVER_DISCRETE, 2 = SOLVER_VERLET, 3 = SOLVER_CONTINUOUS)"};
     }
   }
@@ -119,8 +102,8 @@ Status apply_params(const v1::WorldParams& in, Params* params, double* tick_hz) 
         case v1::GRAVITY_DIRECT: p.mutual.method = GravityMethod::kDirect; break;
         case v1::GRAVITY_TREE: p.mutual.method = GravityMethod::kTree; break;
         default:
-          return {StatusCode::kInvalidArgument,
-                  "mutual.method: unknown value " + std::to_string(static_cast<int>(m.method())) +
+          return {StatusCode::kInvalidArgument, "mutual.method",
+                  "unknown value " + std::to_string(static_cast<int>(m.method())) +
                       " (0 = GRAVITY_AUTO, 1 = GRAVITY_DIRECT, 2 = GRAVITY_TREE)"};
       }
     }
@@ -177,39 +160,6 @@ BodyDesc body_from_proto(const v1::Body& body) {
   return d;
 }
 
-BodyError split_body_error(const std::string& message, std::size_t count) {
-  BodyError e;
-  const std::size_t colon = message.find(": ");
-  if (colon == std::string::npos) {
-    e.rest = message;
-    return e;
-  }
-  const std::string path = message.substr(0, colon);
-  if (count == 1 && path.find('[') == std::string::npos && path != "bodies" &&
-      message.rfind("id: the world has used every id", 0) != 0) {
-    // A batch of one carries no index: "radius: must be ...".
-    e.index = 0;
-    e.field = path;
-    e.rest = message.substr(colon + 2);
-    return e;
-  }
-  if (path.rfind("bodies[", 0) == 0) {
-    const std::size_t close = path.find("].");
-    if (close != std::string::npos) {
-      std::size_t index = 0;
-      const auto res = std::from_chars(path.data() + 7, path.data() + close, index);
-      if (res.ec == std::errc() && res.ptr == path.data() + close) {
-        e.index = index;
-        e.field = path.substr(close + 2);
-        e.rest = message.substr(colon + 2);
-        return e;
-      }
-    }
-  }
-  e.rest = message;
-  return e;
-}
-
 void save_world(const World& world, double tick_hz, v1::SavedWorld* out) {
   out->Clear();
   out->set_format(1);
@@ -258,59 +208,48 @@ Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double
                   double* tick_hz) {
   if (saved.format() != 1) return invalid_argument("format", "must be 1", std::to_string(saved.format()));
   const int n = saved.id_size();
-  auto same_length = [&](const char* field, int size) -> Status {
-    if (size == n) return {};
-    return {StatusCode::kInvalidArgument,
-            std::string(field) + ": " + std::to_string(size) + " values for " + std::to_string(n) + " ids"};
+  // A parallel array whose length is not its reference's (`what`: "ids").
+  auto same_length = [](const char* field, int size, int want, const std::string& what) -> Status {
+    if (size == want) return {};
+    return {StatusCode::kInvalidArgument, field,
+            std::to_string(size) + " values for " + std::to_string(want) + " " + what};
   };
   for (const auto& [field, size] : {std::pair{"x", saved.x_size()}, std::pair{"y", saved.y_size()},
                                     std::pair{"vx", saved.vx_size()}, std::pair{"vy", saved.vy_size()},
                                     std::pair{"radius", saved.radius_size()}, std::pair{"mass", saved.mass_size()}})
-    if (Status st = same_length(field, size); !st.ok()) return st;
+    if (Status st = same_length(field, size, n, "ids"); !st.ok()) return st;
   const v1::SolverState& solver = saved.solver();
-  if (solver.warm_b_size() != solver.warm_a_size() || solver.warm_value_size() != solver.warm_a_size())
-    return {StatusCode::kInvalidArgument, "solver.warm_a, warm_b, warm_value: lengths differ (" +
-                                              std::to_string(solver.warm_a_size()) + ", " +
-                                              std::to_string(solver.warm_b_size()) + ", " +
-                                              std::to_string(solver.warm_value_size()) + ")"};
-  if (solver.wall_bits_size() != solver.wall_id_size())
-    return {StatusCode::kInvalidArgument, "solver.wall_id, wall_bits: lengths differ (" +
-                                              std::to_string(solver.wall_id_size()) + ", " +
-                                              std::to_string(solver.wall_bits_size()) + ")"};
-  if (solver.wall_value_size() != 0 && solver.wall_value_size() != solver.wall_id_size())
-    return {StatusCode::kInvalidArgument, "solver.wall_id, wall_value: lengths differ (" +
-                                              std::to_string(solver.wall_id_size()) + ", " +
-                                              std::to_string(solver.wall_value_size()) + ")"};
+  const int warm = solver.warm_a_size(), walls = solver.wall_id_size();
+  for (const auto& [field, size] :
+       {std::pair{"solver.warm_b", solver.warm_b_size()}, std::pair{"solver.warm_value", solver.warm_value_size()}})
+    if (Status st = same_length(field, size, warm, "in solver.warm_a"); !st.ok()) return st;
+  if (Status st = same_length("solver.wall_bits", solver.wall_bits_size(), walls, "in solver.wall_id"); !st.ok())
+    return st;
+  if (solver.wall_value_size() != 0)
+    if (Status st = same_length("solver.wall_value", solver.wall_value_size(), walls, "in solver.wall_id"); !st.ok())
+      return st;
 
   Params params;
   double hz = default_tick_hz;
-  if (Status st = apply_params(saved.params(), &params, &hz); !st.ok()) return prefixed(st, "params.");
+  if (Status st = apply_params(saved.params(), &params, &hz); !st.ok()) return st.within("params");
   World world(config, Params{});
-  if (Status st = world.set_params(params); !st.ok()) return prefixed(st, "params.");
+  if (Status st = world.set_params(params); !st.ok()) return st.within("params");
 
   if (static_cast<std::uint64_t>(n) > world.config().max_bodies)
-    return {StatusCode::kResourceExhausted, "id: " + std::to_string(n) + " bodies would exceed the limit of " +
-                                                std::to_string(world.config().max_bodies) + " (--max-bodies)"};
+    return {StatusCode::kResourceExhausted, "id",
+            std::to_string(n) + " bodies would exceed the limit of " + std::to_string(world.config().max_bodies) +
+                " (--max-bodies)"};
   std::vector<BodyDesc> descs(static_cast<std::size_t>(n));
   for (int k = 0; k < n; ++k) {
     if (saved.id(k) == kAutoId) return invalid_argument("id[" + std::to_string(k) + "]", "must be >= 1", "0");
     descs[static_cast<std::size_t>(k)] = {saved.id(k), {saved.x(k), saved.y(k)}, {saved.vx(k), saved.vy(k)},
                                           saved.radius(k), saved.mass(k)};
   }
-  if (Status st = world.add_bodies(descs); !st.ok()) {
-    const BodyError e = split_body_error(st.message(), descs.size());
-    if (e.index == BodyError::npos) {
-      const std::string& m = st.message();
-      return {st.code(), "id: " + (m.rfind("bodies: ", 0) == 0 ? m.substr(8) : m)};
-    }
-    return {st.code(), saved_field(e.field, e.index) + ": " + e.rest};
-  }
+  if (Status st = world.add_bodies(descs); !st.ok()) return saved_body_status(st);
   const std::vector<BodyId> retired(saved.retired_id().begin(), saved.retired_id().end());
   // next_id 0 (not written) lets the world derive it from the ids it has seen.
-  if (Status st = world.reserve_ids(saved.next_id() == 0 ? 1 : saved.next_id(), retired); !st.ok()) {
-    const std::string m = st.message();
-    return {st.code(), m.rfind("retired[", 0) == 0 ? "retired_id" + m.substr(7) : m};
-  }
+  if (Status st = world.reserve_ids(saved.next_id() == 0 ? 1 : saved.next_id(), retired); !st.ok())
+    return st.index() ? st.in_batch("retired_id", *st.index()) : st;
 
   SolverState state;
   state.step = solver.step();
@@ -325,15 +264,14 @@ Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double
   state.anchor_x.assign(solver.anchor_x().begin(), solver.anchor_x().end());
   state.anchor_y.assign(solver.anchor_y().begin(), solver.anchor_y().end());
   state.skin = solver.skin();
-  if (Status st = world.restore_solver_state(state); !st.ok())
-    return {st.code(), saved_solver_message(st.message())};
+  if (Status st = world.restore_solver_state(state); !st.ok()) return saved_solver_status(st);
 
   if (saved.state_hash() != 0 && world.state_hash() != saved.state_hash()) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "the loaded bodies hash to %016llx, the saved world says %016llx",
                   static_cast<unsigned long long>(world.state_hash()),
                   static_cast<unsigned long long>(saved.state_hash()));
-    return {StatusCode::kInvalidArgument, std::string("state_hash: ") + buf};
+    return {StatusCode::kInvalidArgument, "state_hash", buf};
   }
   *out = std::move(world);
   *tick_hz = hz;

@@ -1,13 +1,12 @@
 #pragma once
 /// \file Conversions between the World's types and the protocol's:
 /// Params <-> v1::WorldParams, v1::Body -> BodyDesc, World <-> v1::SavedWorld.
-/// Messages of failed conversions name the field relative to the message
-/// converted ("solver: unknown value 7", "x: 3 values for 4 ids").
+/// Failed conversions name the field (Status::field) relative to the message
+/// converted ("solver", "x[3]", "solver.warm_a[2]").
 ///
 /// Threading: pure functions, except those taking a World, which belong to
 /// the World's owner thread (the simulation thread).
 
-#include <cstddef>
 #include <string>
 
 #include "carom/format.hpp"
@@ -36,18 +35,6 @@ void params_to_proto(const Params& params, double tick_hz, v1::WorldParams* out)
 /// A body to add (id 0 = auto). Not validated: World::add_bodies does that.
 BodyDesc body_from_proto(const v1::Body& body);
 
-/// Where a World::add_bodies error of a batch of `count` bodies points: the
-/// batch index of the body (npos when the message names no single body),
-/// the field of that body ("radius", "position", ...) and the rest of the
-/// message after "field: ".
-struct BodyError {
-  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-  std::size_t index = npos;
-  std::string field;
-  std::string rest;
-};
-BodyError split_body_error(const std::string& message, std::size_t count);
-
 /// Every SavedWorld field the World knows: format, params (all set, with
 /// tick_hz), bodies sorted by id, next_id, retired ids, solver state and
 /// state hash. tick and paused are left to the caller.
@@ -58,8 +45,9 @@ void save_world(const World& world, double tick_hz, v1::SavedWorld* out);
 /// `default_tick_hz`), bodies with their ids, retired ids, next id and solver
 /// state; checked against saved.state_hash when that is nonzero. On success
 /// moves it into *out and the tick rate into *tick_hz; on error leaves both
-/// alone and names the SavedWorld field ("format: must be 1, got 2",
-/// "radius[3]: must be finite and > 0, got -1", "state_hash: ...").
+/// alone and names the SavedWorld field ("format", "radius[3]", "x[3]" for
+/// a body's position.x, "solver.warm_a[2]", "state_hash"), with its index for
+/// a parallel array's entry.
 Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double default_tick_hz, World* out,
                   double* tick_hz);
 

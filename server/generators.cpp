@@ -109,8 +109,9 @@ Status check_inside(const Params& params, Vec2 lo, Vec2 hi, const std::string& f
   const Bounds& box = params.bounds;
   if (!box.walled) return {};
   if (lo.x >= box.min.x && lo.y >= box.min.y && hi.x <= box.max.x && hi.y <= box.max.y) return {};
-  return {StatusCode::kOutOfRange, field + ": " + what + " " + format_vec(lo) + " - " + format_vec(hi) +
-                                       " is not inside the box " + format_vec(box.min) + " - " + format_vec(box.max)};
+  return {StatusCode::kOutOfRange, field,
+          what + " " + format_vec(lo) + " - " + format_vec(hi) + " is not inside the box " + format_vec(box.min) +
+              " - " + format_vec(box.max)};
 }
 
 // Places s.count bodies; `sample` draws one centre for a body of radius r,
@@ -150,9 +151,9 @@ Status place(const RandomSpec& s, const World& world, std::span<const BodyDesc> 
       placed = !obstacles.overlaps(p.x, p.y, r);
     }
     if (!placed)
-      return {StatusCode::kOutOfRange, s.name + ".count: placed only " + std::to_string(k) + " of " +
-                                           std::to_string(s.count) +
-                                           " bodies without overlap; enlarge the region or lower the count"};
+      return {StatusCode::kOutOfRange, s.name + ".count",
+              "placed only " + std::to_string(k) + " of " + std::to_string(s.count) +
+                  " bodies without overlap; enlarge the region or lower the count"};
     obstacles.add(p.x, p.y, r);
     const double speed = rng.uniform(s.speed.min(), s.speed.max());
     const Vec2 dir = rng.in_unit_disc(true);
@@ -185,9 +186,9 @@ Status generate_grid(const v1::GridGenerator& g, const Params& params, std::vect
     const Bounds& box = params.bounds;
     if (!(origin.x >= box.min.x + r && origin.y >= box.min.y + r && last.x <= box.max.x - r &&
           last.y <= box.max.y - r))
-      return {StatusCode::kOutOfRange, "grid: centres " + format_vec(origin) + " - " + format_vec(last) +
-                                           " with radius " + format_number(r) + " are not all inside the box " +
-                                           format_vec(box.min) + " - " + format_vec(box.max)};
+      return {StatusCode::kOutOfRange, "grid",
+              "centres " + format_vec(origin) + " - " + format_vec(last) + " with radius " + format_number(r) +
+                  " are not all inside the box " + format_vec(box.min) + " - " + format_vec(box.max)};
   }
   const Vec2 velocity = from_proto(g.velocity());
   const std::size_t first = out->size();
@@ -317,7 +318,7 @@ Status generate(const v1::Generator& generator, const World& world, std::span<co
     case v1::Generator::kRandomDisc: return generate_disc(generator.random_disc(), world, pending, out);
     case v1::Generator::SHAPE_NOT_SET: break;
   }
-  return {StatusCode::kInvalidArgument, "shape: none given (set grid, random_box or random_disc)"};
+  return {StatusCode::kInvalidArgument, "shape", "none given (set grid, random_box or random_disc)"};
 }
 
 }  // namespace carom::server

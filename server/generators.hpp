@@ -35,7 +35,7 @@ std::uint64_t generator_count(const v1::Generator& generator);
 /// (kInvalidArgument), a region outside the world's box (kOutOfRange) or
 /// when a body cannot be placed in kPlacementAttempts tries (kOutOfRange
 /// "random_box.count: placed only K of N bodies without overlap; ...").
-/// Messages name the field relative to the Generator ("grid.spacing: ...").
+/// Status::field is relative to the Generator ("grid.spacing").
 /// Radius, mass and velocity limits beyond these are World::add_bodies's.
 Status generate(const v1::Generator& generator, const World& world, std::span<const BodyDesc> pending,
                 std::vector<BodyDesc>* out);

@@ -82,10 +82,12 @@ void set_socket_options(tcp::socket& socket) {
 
 }  // namespace
 
-std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& text) {
+std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& text,
+                                               const std::string& field) {
   v1::ServerMessage m;
   m.mutable_error()->set_code(code);
   m.mutable_error()->set_message(text);
+  m.mutable_error()->set_field(field);
   return frame_of(m);
 }
 
@@ -211,19 +213,20 @@ void Session::on_frame(std::string_view bytes) {
 void Session::on_hello(const v1::Hello& hello) {
   const ServerOptions& opt = hub_.options();
   if (hello.protocol_version() != proto::kProtocolVersion) {
-    fail(v1::UNSUPPORTED_VERSION, "protocol_version " + std::to_string(hello.protocol_version()) +
-                                      " is not supported; this server speaks " +
-                                      std::to_string(proto::kProtocolVersion));
+    fail(v1::UNSUPPORTED_VERSION,
+         std::to_string(hello.protocol_version()) + " is not supported; this server speaks " +
+             std::to_string(proto::kProtocolVersion),
+         "hello.protocol_version");
     return;
   }
   if (hello.role() != v1::ROLE_VIEWER && hello.role() != v1::ROLE_CONTROLLER) {
-    fail(v1::INVALID_ARGUMENT, "hello.role: must be ROLE_VIEWER or ROLE_CONTROLLER, got " +
-                                   std::to_string(static_cast<int>(hello.role())));
+    fail(v1::INVALID_ARGUMENT,
+         "must be ROLE_VIEWER or ROLE_CONTROLLER, got " + std::to_string(static_cast<int>(hello.role())), "hello.role");
     return;
   }
   if (const double rate = hello.wishes().max_rate_hz(); !(std::isfinite(rate) && rate >= 0.0)) {
-    fail(v1::INVALID_ARGUMENT, "hello.wishes.max_rate_hz: must be finite and >= 0 (0: every snapshot), got " +
-                                   format_number(rate));
+    fail(v1::INVALID_ARGUMENT, "must be finite and >= 0 (0: every snapshot), got " + format_number(rate),
+         "hello.wishes.max_rate_hz");
     return;
   }
   CompactKey compact;
@@ -232,8 +235,10 @@ void Session::on_hello(const v1::Hello& hello) {
                                   std::tuple{"velocity_quantum", hello.wishes().velocity_quantum(), &compact.velocity_quantum}}) {
     if (value == 0.0) continue;  // the default, 1 mm (/s)
     if (!(value >= kMinQuantum && value <= kMaxQuantum)) {
-      fail(v1::INVALID_ARGUMENT, fmt::format("hello.wishes.{}: must be 0 (the default, 0.001) or in [{}, {}], got {}", name,
-                                             format_number(kMinQuantum), format_number(kMaxQuantum), format_number(value)));
+      fail(v1::INVALID_ARGUMENT,
+           fmt::format("must be 0 (the default, 0.001) or in [{}, {}], got {}", format_number(kMinQuantum),
+                       format_number(kMaxQuantum), format_number(value)),
+           fmt::format("hello.wishes.{}", name));
       return;
     }
     *out = value;
@@ -243,8 +248,8 @@ void Session::on_hello(const v1::Hello& hello) {
       if (!same_token(hello.token(), opt.token)) {
         spdlog::warn("session {} ({}): refused control: {} token", id_, peer_,
                      hello.token().empty() ? "missing" : "wrong");
-        fail(v1::UNAUTHENTICATED, hello.token().empty() ? "hello.token: this server needs a token for control"
-                                                        : "hello.token: wrong token");
+        fail(v1::UNAUTHENTICATED, hello.token().empty() ? "this server needs a token for control" : "wrong token",
+             "hello.token");
         return;
       }
     } else if (!loopback_) {
@@ -448,11 +453,12 @@ void Session::on_write(boost::system::error_code ec, std::size_t) {
 
 // --- Closing ---
 
-void Session::fail(v1::ErrorCode code, const std::string& message) {
+void Session::fail(v1::ErrorCode code, const std::string& reason, const std::string& field) {
   if (phase_ == Phase::kClosed || phase_ == Phase::kClosing) return;
+  const std::string message = field_message(field, reason);
   spdlog::warn("session {} ({}): {}: {}", id_, peer_, v1::ErrorCode_Name(code), message);
   clear_stream();
-  queue(error_frame(code, message));
+  queue(error_frame(code, message, field));
   phase_ = Phase::kClosing;
   // The peer may not read: close after a grace period whatever happens.
   timer_.expires_after(std::chrono::seconds(2));

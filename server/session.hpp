@@ -28,8 +28,11 @@ namespace carom::server {
 class Hub;
 
 /// An encoded ServerMessage with this Error: every Error the server sends is
-/// built here (sessions and the refusals at the door). Any thread.
-std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& message);
+/// built here (sessions and the refusals at the door). `field`: the path at
+/// fault in the ClientMessage ("hello.role"), which `message` starts with;
+/// "" for none. Any thread.
+std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& message,
+                                               const std::string& field = {});
 /// "address:port" of the peer, for the log. The socket's thread.
 std::string peer_name(const boost::asio::ip::tcp::socket& socket);
 
@@ -89,7 +92,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_write(boost::system::error_code ec, std::size_t n);
   // Closing.
   /// Sends an Error and closes once it is written (or after a grace period).
-  void fail(v1::ErrorCode code, const std::string& message);
+  /// `field`: the path at fault in the ClientMessage ("hello.role"), or "";
+  /// the Error's message is "FIELD: REASON" (field_message).
+  void fail(v1::ErrorCode code, const std::string& reason, const std::string& field = {});
   void on_grace_timeout(boost::system::error_code ec);
   void linger();
   void drain();

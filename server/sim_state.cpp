@@ -25,13 +25,7 @@ namespace {
 
 constexpr std::size_t kMaxScenarioName = 128;
 
-Status prefixed(const Status& st, const std::string& prefix) {
-  return st.ok() ? st : Status{st.code(), prefix + st.message()};
-}
-
-std::string unknown_id(const std::string& field, BodyId id) {
-  return field + ": unknown body id " + std::to_string(id);
-}
+std::string unknown_id(BodyId id) { return "unknown body id " + std::to_string(id); }
 
 bool valid_scenario_name(const std::string& name) {
   if (name.empty() || name.size() > kMaxScenarioName) return false;
@@ -41,8 +35,8 @@ bool valid_scenario_name(const std::string& name) {
 }
 
 // Adds `bodies`, then the bodies of `generators`, to `world`: all or none.
-// Messages name fields relative to the message holding both lists
-// ("bodies[3].radius: ...", "generators[1].random_disc.count: ...").
+// Fields are relative to the message holding both lists ("bodies[3].radius",
+// index 3; "generators[1].random_disc.count").
 Status add_spawn(World& world, const gp::RepeatedPtrField<v1::Body>& bodies,
                  const gp::RepeatedPtrField<v1::Generator>& generators, std::vector<BodyId>* ids) {
   // Count first, in 64 bits: a request for 10^9 bodies must fail before
@@ -50,10 +44,9 @@ Status add_spawn(World& world, const gp::RepeatedPtrField<v1::Body>& bodies,
   const std::uint64_t limit = world.config().max_bodies;
   std::uint64_t total = world.size();
   auto too_many = [&](const std::string& field, std::uint64_t count) {
-    return Status{StatusCode::kResourceExhausted, field + ": " + std::to_string(count) +
-                                                      " bodies would exceed the limit of " + std::to_string(limit) +
-                                                      " (--max-bodies) with " + std::to_string(total) +
-                                                      " before them"};
+    return Status{StatusCode::kResourceExhausted, field,
+                  std::to_string(count) + " bodies would exceed the limit of " + std::to_string(limit) +
+                      " (--max-bodies) with " + std::to_string(total) + " before them"};
   };
   if (static_cast<std::uint64_t>(bodies.size()) > limit - total) return too_many("bodies", bodies.size());
   total += static_cast<std::uint64_t>(bodies.size());
@@ -76,7 +69,7 @@ Status add_spawn(World& world, const gp::RepeatedPtrField<v1::Body>& bodies,
     generated_from.push_back(descs.size());
     made.clear();
     if (Status st = generate(generators[g], world, descs, &made); !st.ok())
-      return prefixed(st, "generators[" + std::to_string(g) + "].");
+      return st.within("generators[" + std::to_string(g) + "]");
     descs.insert(descs.end(), made.begin(), made.end());
   }
 
@@ -84,17 +77,15 @@ Status add_spawn(World& world, const gp::RepeatedPtrField<v1::Body>& bodies,
   // edit and drop the warm starts.
   if (descs.empty()) return {};
   const Status st = world.add_bodies(descs, ids);
-  if (st.ok()) return st;
-  const BodyError e = split_body_error(st.message(), descs.size());
-  if (e.index == BodyError::npos)
-    return {st.code(), st.message().rfind("bodies", 0) == 0 ? st.message() : "bodies: " + st.message()};
-  if (e.index < explicit_count)
-    return {st.code(), "bodies[" + std::to_string(e.index) + "]." + e.field + ": " + e.rest};
+  if (st.ok() || !st.index()) return st;
+  const std::size_t k = *st.index();
+  if (k < explicit_count) return st.in_batch("bodies", k);
+  // A generated body has no path of its own: its generator is the field.
   const auto g = static_cast<std::size_t>(
-      std::upper_bound(generated_from.begin(), generated_from.end(), e.index) - generated_from.begin() - 1);
-  return {st.code(), "generators[" + std::to_string(g) + "]." + generator_shape(generators[static_cast<int>(g)]) +
-                         ": generated body " + std::to_string(e.index - generated_from[g]) + ": " + e.field + ": " +
-                         e.rest};
+      std::upper_bound(generated_from.begin(), generated_from.end(), k) - generated_from.begin() - 1);
+  return {st.code(), "generators[" + std::to_string(g) + "]." + generator_shape(generators[static_cast<int>(g)]),
+          "generated body " + std::to_string(k - generated_from[g]) + ": " +
+              field_message(st.item_field(), st.reason())};
 }
 
 }  // namespace
@@ -118,24 +109,24 @@ SimState::SimState(const SimOptions& options)
 
 Status SimState::load_scenario(const v1::Scenario& scenario, const std::string& filename,
                                const proto::TextLocations* locations) {
-  // "FILE:LINE: path: what", the line found from the path the message starts with.
+  // "FILE:LINE: path: what", the line found from the field. The file is no
+  // part of any request, so the result names no field.
   auto located = [&](const Status& st) -> Status {
     if (filename.empty() && locations == nullptr) return st;
-    const std::string& m = st.message();
-    const int line = locations != nullptr ? locations->line_of(scenario, m.substr(0, m.find(": "))) : 0;
+    const int line = locations != nullptr ? locations->line_of(scenario, st.field()) : 0;
     std::string where = filename.empty() ? std::string("scenario") : filename;
     if (line > 0) where.append(":").append(std::to_string(line));
-    return {st.code(), where.append(": ").append(m)};
+    return {st.code(), where.append(": ").append(st.message())};
   };
   Params params;
   double hz = options_.tick_hz;
-  if (Status st = apply_params(scenario.params(), &params, &hz); !st.ok()) return located(prefixed(st, "params."));
+  if (Status st = apply_params(scenario.params(), &params, &hz); !st.ok()) return located(st.within("params"));
   World world(options_.config, Params{});
-  if (Status st = world.set_params(params); !st.ok()) return located(prefixed(st, "params."));
+  if (Status st = world.set_params(params); !st.ok()) return located(st.within("params"));
   if (Status st = add_spawn(world, scenario.bodies(), scenario.generators(), nullptr); !st.ok()) return located(st);
   for (int k = 0; k < scenario.script_size(); ++k)
     if (scenario.script(k).command().kind_case() == v1::Command::KIND_NOT_SET)
-      return located({StatusCode::kInvalidArgument, "script[" + std::to_string(k) + "].command: no command given"});
+      return located({StatusCode::kInvalidArgument, "script[" + std::to_string(k) + "].command", "no command given"});
 
   world_ = std::move(world);
   tick_hz_ = hz;
@@ -152,7 +143,7 @@ Status SimState::load_saved(const v1::SavedWorld& saved) {
   World world(options_.config, Params{});
   double hz = tick_hz_;
   if (Status st = load_world(saved, options_.config, options_.tick_hz, &world, &hz); !st.ok())
-    return prefixed(st, "world.");
+    return st.within("world");
   world_ = std::move(world);
   tick_hz_ = hz;
   paused_ = saved.paused();
@@ -199,6 +190,7 @@ bool SimState::apply(const v1::Command& command, v1::CommandResult* result) {
     result->clear_payload();
     result->set_code(failure.code);
     result->set_message(failure.message);
+    result->set_field(failure.field);
   }
   if (accepted_step) {
     step_result_ = *result;
@@ -210,16 +202,15 @@ bool SimState::apply(const v1::Command& command, v1::CommandResult* result) {
 }
 
 SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandResult* result, bool* accepted_step) {
-  auto failed = [](const Status& st, const std::string& prefix) {
-    return Failure{to_error_code(st.code()), prefix + st.message()};
-  };
+  // A World or conversion refusal of the command's part at `parent`.
+  auto failed = [](const Status& st, std::string_view parent) { return Failure(st.within(parent)); };
   // A Step in progress owns the next ticks: commands that would resume or
   // replace the world wait until it is done (its result says when).
   if (pending_steps_ > 0) {
     const auto kind = command.kind_case();
     if (kind == v1::Command::kResume || kind == v1::Command::kReset || kind == v1::Command::kLoadScenario ||
         kind == v1::Command::kLoadWorld) {
-      return {v1::FAILED_PRECONDITION, "a step command is in progress (" + std::to_string(pending_steps_) +
+      return {v1::FAILED_PRECONDITION, "", "a step command is in progress (" + std::to_string(pending_steps_) +
                                            " ticks left): wait for its result"};
     }
   }
@@ -229,7 +220,7 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
     case v1::Command::kSpawn: {
       std::vector<BodyId> ids;
       if (Status st = add_spawn(world_, command.spawn().bodies(), command.spawn().generators(), &ids); !st.ok())
-        return failed(st, "spawn.");
+        return failed(st, "spawn");
       result->mutable_spawned()->mutable_ids()->Assign(ids.begin(), ids.end());
       if (!ids.empty()) edited_ = true;
       return {};
@@ -237,18 +228,19 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
 
     case v1::Command::kRemove: {
       const v1::Remove& rm = command.remove();
-      if (rm.all() && rm.ids_size() > 0) return {v1::INVALID_ARGUMENT, "remove: give ids or all, not both"};
+      if (rm.all() && rm.ids_size() > 0) return {v1::INVALID_ARGUMENT, "remove", "give ids or all, not both"};
       if (rm.all()) {
         world_.clear();
         edited_ = true;
         return {};
       }
-      if (rm.ids_size() == 0) return {v1::INVALID_ARGUMENT, "remove.ids: none given (set all to remove every body)"};
+      if (rm.ids_size() == 0)
+        return {v1::INVALID_ARGUMENT, "remove.ids", "none given (set all to remove every body)"};
       for (int k = 0; k < rm.ids_size(); ++k)
         if (!world_.contains(rm.ids(k)))
-          return {v1::NOT_FOUND, unknown_id("remove.ids[" + std::to_string(k) + "]", rm.ids(k))};
+          return {v1::NOT_FOUND, "remove.ids[" + std::to_string(k) + "]", unknown_id(rm.ids(k))};
       const std::vector<BodyId> ids(rm.ids().begin(), rm.ids().end());
-      if (Status st = world_.remove_bodies(ids); !st.ok()) return failed(st, "remove.");
+      if (Status st = world_.remove_bodies(ids); !st.ok()) return failed(st, "remove");
       edited_ = true;
       return {};
     }
@@ -256,19 +248,19 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
     case v1::Command::kSetBody: {
       const v1::SetBody& sb = command.set_body();
       if (!sb.has_position() && !sb.has_velocity())
-        return {v1::INVALID_ARGUMENT, "set_body: give a position, a velocity or both"};
+        return {v1::INVALID_ARGUMENT, "set_body", "give a position, a velocity or both"};
       BodyState before;
-      if (!world_.body(sb.id(), &before).ok()) return {v1::NOT_FOUND, unknown_id("set_body.id", sb.id())};
+      if (!world_.body(sb.id(), &before).ok()) return {v1::NOT_FOUND, "set_body.id", unknown_id(sb.id())};
       // Velocity first: writing the old one back after a refused position
       // touches nothing but the cached energy, while a moved body would drop
       // the wall contacts and the pair list.
       if (sb.has_velocity())
         if (Status st = world_.set_velocity(sb.id(), from_proto(sb.velocity())); !st.ok())
-          return failed(st, "set_body.");
+          return failed(st, "set_body");
       if (sb.has_position()) {
         if (Status st = world_.set_position(sb.id(), from_proto(sb.position())); !st.ok()) {
           if (sb.has_velocity()) (void)world_.set_velocity(sb.id(), before.velocity);
-          return failed(st, "set_body.");
+          return failed(st, "set_body");
         }
       }
       edited_ = true;
@@ -277,9 +269,9 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
 
     case v1::Command::kApplyImpulse: {
       const v1::ApplyImpulse& ai = command.apply_impulse();
-      if (!world_.contains(ai.id())) return {v1::NOT_FOUND, unknown_id("apply_impulse.id", ai.id())};
+      if (!world_.contains(ai.id())) return {v1::NOT_FOUND, "apply_impulse.id", unknown_id(ai.id())};
       if (Status st = world_.apply_impulse(ai.id(), from_proto(ai.impulse())); !st.ok())
-        return failed(st, "apply_impulse.");
+        return failed(st, "apply_impulse");
       edited_ = true;
       return {};
     }
@@ -288,8 +280,8 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
       Params params = world_.params();
       double hz = tick_hz_;
       if (Status st = apply_params(command.set_params().params(), &params, &hz); !st.ok())
-        return failed(st, "set_params.params.");
-      if (Status st = world_.set_params(params); !st.ok()) return failed(st, "set_params.params.");
+        return failed(st, "set_params.params");
+      if (Status st = world_.set_params(params); !st.ok()) return failed(st, "set_params.params");
       tick_hz_ = hz;
       edited_ = true;
       return {};
@@ -306,21 +298,21 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
       return {};
 
     case v1::Command::kStep: {
-      if (!paused_) return {v1::FAILED_PRECONDITION, "step: only while paused (send pause first)"};
+      if (!paused_) return {v1::FAILED_PRECONDITION, "", "step: only while paused (send pause first)"};
       if (pending_steps_ > 0 || step_finished_)
-        return {v1::FAILED_PRECONDITION,
+        return {v1::FAILED_PRECONDITION, "",
                 "step: the previous step command has " + std::to_string(pending_steps_) + " ticks left"};
       const std::uint64_t count = command.step().count();
       if (count < 1 || count > kMaxStepCount)
-        return {v1::OUT_OF_RANGE,
-                "step.count: must be 1.." + std::to_string(kMaxStepCount) + ", got " + std::to_string(count)};
+        return {v1::OUT_OF_RANGE, "step.count",
+                "must be 1.." + std::to_string(kMaxStepCount) + ", got " + std::to_string(count)};
       pending_steps_ = count;
       *accepted_step = true;
       return {};
     }
 
     case v1::Command::kReset:
-      if (Status st = restore_reset_point(); !st.ok()) return {v1::INTERNAL, "reset: " + st.message()};
+      if (Status st = restore_reset_point(); !st.ok()) return {v1::INTERNAL, "", "reset: " + st.message()};
       return {};
 
     case v1::Command::kLoadScenario: {
@@ -328,44 +320,44 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
       switch (ls.source_case()) {
         case v1::LoadScenario::kName: return load_named_scenario(ls.name());
         case v1::LoadScenario::kScenario:
-          if (Status st = load_scenario(ls.scenario()); !st.ok()) return failed(st, "load_scenario.scenario.");
+          if (Status st = load_scenario(ls.scenario()); !st.ok()) return failed(st, "load_scenario.scenario");
           return {};
         case v1::LoadScenario::SOURCE_NOT_SET: break;
       }
-      return {v1::INVALID_ARGUMENT, "load_scenario: give a name or a scenario"};
+      return {v1::INVALID_ARGUMENT, "load_scenario", "give a name or a scenario"};
     }
 
     case v1::Command::kSaveWorld:
     case v1::Command::kGetWorld: save(result->mutable_world()); return {};
 
     case v1::Command::kLoadWorld:
-      if (Status st = load_saved(command.load_world().world()); !st.ok()) return failed(st, "load_world.");
+      if (Status st = load_saved(command.load_world().world()); !st.ok()) return failed(st, "load_world");
       return {};
 
     case v1::Command::kGetStats: fill_stats(result->mutable_stats()); return {};
 
     case v1::Command::KIND_NOT_SET: break;
   }
-  return {v1::INVALID_ARGUMENT, "command: no command given"};
+  return {v1::INVALID_ARGUMENT, "", "command: no command given"};
 }
 
 SimState::Failure SimState::load_named_scenario(const std::string& name) {
   if (!valid_scenario_name(name))
-    return {v1::INVALID_ARGUMENT, "load_scenario.name: must match [A-Za-z0-9_-]+ (at most " +
-                                      std::to_string(kMaxScenarioName) + " characters), got '" +
-                                      name.substr(0, kMaxScenarioName) + "'"};
+    return {v1::INVALID_ARGUMENT, "load_scenario.name",
+            "must match [A-Za-z0-9_-]+ (at most " + std::to_string(kMaxScenarioName) + " characters), got '" +
+                name.substr(0, kMaxScenarioName) + "'"};
   if (options_.scenario_dir.empty())
-    return {v1::NOT_FOUND,
-            "load_scenario.name: no scenario '" + name + "': the server has no scenario directory (--scenario-dir)"};
+    return {v1::NOT_FOUND, "load_scenario.name",
+            "no scenario '" + name + "': the server has no scenario directory (--scenario-dir)"};
   const std::string path = (std::filesystem::path(options_.scenario_dir) / (name + ".txtpb")).string();
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    return {v1::NOT_FOUND, "load_scenario.name: no scenario '" + name + "' in " + options_.scenario_dir};
+    return {v1::NOT_FOUND, "load_scenario.name", "no scenario '" + name + "' in " + options_.scenario_dir};
   v1::Scenario scenario;
   proto::TextLocations where;
   std::string error;
-  if (!proto::parse_text_file(path, &scenario, &error, &where)) return {v1::INVALID_ARGUMENT, error};
-  if (Status st = load_scenario(scenario, path, &where); !st.ok()) return {to_error_code(st.code()), st.message()};
+  if (!proto::parse_text_file(path, &scenario, &error, &where)) return {v1::INVALID_ARGUMENT, "", error};
+  if (Status st = load_scenario(scenario, path, &where); !st.ok()) return Failure(st);
   return {};
 }
 

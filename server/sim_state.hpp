@@ -29,6 +29,9 @@ inline constexpr std::uint64_t kMaxStepCount = 100000;
 /// Tick rate limits (Hz).
 inline constexpr double kMinTickHz = 1.0, kMaxTickHz = 1000.0;
 
+/// carom::StatusCode -> protocol ErrorCode (same meanings).
+v1::ErrorCode to_error_code(StatusCode code);
+
 class SimState {
  public:
   explicit SimState(const SimOptions& options);
@@ -36,24 +39,26 @@ class SimState {
   /// Replaces the world with a scenario (parameters: defaults overridden by
   /// the scenario's; bodies; generators), makes it the reset point and starts
   /// its script at the current tick (a Reset command starts it again). On
-  /// error the world is unchanged and the Status message names the field
-  /// ("bodies[3].radius: must be > 0, got -1"; with `locations`, prefixed by
-  /// "FILE:LINE: ").
+  /// error the world is unchanged and the Status names the field
+  /// ("bodies[3].radius", index 3). With a filename or `locations` the
+  /// message is prefixed by "FILE:LINE: " (the line found from the field)
+  /// and the Status names no field: the file is no part of a request.
   Status load_scenario(const v1::Scenario& scenario, const std::string& filename = {},
                        const proto::TextLocations* locations = nullptr);
 
   /// Replaces the world with a saved one (bit-exact: same state hash, and the
   /// same trajectory afterwards). Becomes the reset point.
   /// Also takes the saved paused flag and tick rate; moves the tick counter
-  /// forward to saved.tick if it is behind (ticks never go back) and ends any running script. Messages
-  /// start "world." ("world.state_hash: ...").
+  /// forward to saved.tick if it is behind (ticks never go back) and ends any running script. Fields
+  /// start "world." ("world.state_hash", "world.radius[3]").
   Status load_saved(const v1::SavedWorld& saved);
   /// The complete state (bodies, parameters incl. tick_hz, tick, paused, ids,
   /// solver state, hash).
   void save(v1::SavedWorld* out) const;
 
   /// Applies one command at the current tick boundary and fills *result
-  /// (request_id, code, message naming the field, payload, and tick = the
+  /// (request_id, code, field at fault as a path in the Command, message
+  /// "FIELD: REASON", payload, and tick = the
   /// tick whose snapshot first shows the effect: tick() + 1 while running,
   /// tick() while paused, when the loop re-sends that tick's snapshot). Returns false only for an
   /// accepted Step: its result is completed by step() when the last of its
@@ -93,9 +98,16 @@ class SimState {
 
  private:
   // What a failed command reports: a protocol code (some, like
-  // FAILED_PRECONDITION, have no carom::StatusCode) and the message.
+  // FAILED_PRECONDITION, have no carom::StatusCode), the field at fault
+  // (a path in the Command, "" for none) and the message, "FIELD: REASON".
   struct Failure {
+    Failure() = default;
+    Failure(v1::ErrorCode c, const std::string& path, const std::string& reason)
+        : code(c), field(path), message(field_message(path, reason)) {}
+    explicit Failure(const Status& st)
+        : code(to_error_code(st.code())), field(st.field()), message(st.message()) {}
     v1::ErrorCode code = v1::OK;
+    std::string field;
     std::string message;
   };
   Failure apply_kind(const v1::Command& command, v1::CommandResult* result, bool* accepted_step);
@@ -127,8 +139,5 @@ class SimState {
   bool step_finished_ = false;
   bool step_from_script_ = false;  // nobody waits for its result
 };
-
-/// carom::StatusCode -> protocol ErrorCode (same meanings).
-v1::ErrorCode to_error_code(StatusCode code);
 
 }  // namespace carom::server

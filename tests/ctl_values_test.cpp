@@ -1,8 +1,7 @@
 // carom-ctl's command line (client/ctl/cli.cpp, values.cpp), parsed from
 // argv arrays as main does: every value typed by CLI11 and refused with a
 // message that names the option and the value; the rules for options that
-// need or exclude others; the Command each subcommand builds. Also the field
-// path read from a server message.
+// need or exclude others; the Command each subcommand builds.
 
 #include <gtest/gtest.h>
 
@@ -289,19 +288,6 @@ TEST(CtlValues, Validators) {
   for (const char* bad : {"nan", "inf", "1e999", "x", "", "1.5s"}) {
     EXPECT_EQ(finite(std::string(bad)), "'" + std::string(bad) + "' is not a finite number") << bad;
   }
-}
-
-TEST(CtlValues, TheFieldPathAtTheStartOfAServerMessage) {
-  EXPECT_EQ(leading_field_path("bodies[3].radius: must be finite and > 0, got -1"), "bodies[3].radius");
-  EXPECT_EQ(leading_field_path("spawn.generators[0].random_box.count: placed only 33 of 5000"),
-            "spawn.generators[0].random_box.count");
-  EXPECT_EQ(leading_field_path("set_params.params.mutual.theta: must be in (0, 1.5], got 0"),
-            "set_params.params.mutual.theta");
-  EXPECT_EQ(leading_field_path("id_2: x"), "id_2");
-  // Not a path: no "path: " start, or a malformed one.
-  for (const char* message : {"viewers are read-only", ": no field", "a[]: x", "[3].x: y", "a[1][2]: z", "a.: z",
-                              "a..b: z", "a[1: z", "a b: z", "3a: z", "a[x]: z"})
-    EXPECT_EQ(leading_field_path(message), "") << message;
 }
 
 }  // namespace

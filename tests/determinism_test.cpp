@@ -375,22 +375,22 @@ TEST(SolverState, BadStateIsRefusedAndChangesNothing) {
   auto refused = [&](const SolverState& bad, StatusCode code, const std::string& field) {
     const Status st = a.restore_solver_state(bad);
     EXPECT_EQ(st.code(), code) << field << ": " << st.message();
-    EXPECT_NE(st.message().find(field), std::string::npos) << st.message();
+    EXPECT_EQ(st.field(), field) << st.message();
     EXPECT_EQ(a.state_hash(), hash);
     EXPECT_TRUE(same(a.solver_state(), good)) << field;
   };
   SolverState bad = good;
   bad.warm[3].a = 99999;
-  refused(bad, StatusCode::kNotFound, "solver.warm[3].a: no body with id 99999");
+  refused(bad, StatusCode::kNotFound, "solver.warm[3].a");
   bad = good;
   bad.warm[1].value = std::numeric_limits<double>::quiet_NaN();
   refused(bad, StatusCode::kInvalidArgument, "solver.warm[1].value");
   bad = good;
   std::swap(bad.warm[0].a, bad.warm[0].b);
-  refused(bad, StatusCode::kInvalidArgument, "solver.warm[0]: a must be the lower id");
+  refused(bad, StatusCode::kInvalidArgument, "solver.warm[0]");
   bad = good;
   bad.warm.push_back(bad.warm[0]);
-  refused(bad, StatusCode::kInvalidArgument, "solver.warm: each pair at most once");
+  refused(bad, StatusCode::kInvalidArgument, "solver.warm");
   bad = good;
   bad.walls[0].bits = 16;
   refused(bad, StatusCode::kInvalidArgument, "solver.walls[0].bits");
@@ -408,7 +408,10 @@ TEST(SolverState, BadStateIsRefusedAndChangesNothing) {
   refused(bad, StatusCode::kInvalidArgument, "solver.warm[2].value");
   bad = good;
   bad.anchor_x.pop_back();
-  refused(bad, StatusCode::kInvalidArgument, "solver.anchor_x, anchor_y: must hold one value per body");
+  refused(bad, StatusCode::kInvalidArgument, "solver.anchor_x");
+  bad = good;
+  bad.anchor_y.push_back(0.0f);
+  refused(bad, StatusCode::kInvalidArgument, "solver.anchor_y");
   bad = good;
   bad.anchor_y[5] = std::numeric_limits<float>::infinity();
   refused(bad, StatusCode::kInvalidArgument, "solver.anchor_y[5]");
@@ -433,7 +436,8 @@ TEST(SolverState, ReserveIdsKeepsIdsRetired) {
   const std::vector<BodyId> live{4};
   const Status st = w.reserve_ids(5, live);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("retired[0]"), std::string::npos) << st.message();
+  EXPECT_EQ(st.field(), "retired[0]") << st.message();
+  EXPECT_EQ(st.index(), 0u);
   EXPECT_TRUE(w.retired_ids().empty());
   EXPECT_EQ(w.next_id(), 5u);
 

@@ -182,5 +182,43 @@ TEST(ServerProcess, ScenarioErrorsNameFileAndLine) {
   fs::remove(bad);
 }
 
+// The field at fault travels as data, end to end: a bad body of a spawn over
+// real TCP comes back with its path in CommandResult.field, which the
+// message starts with, and the connection stays open.
+TEST(ServerProcess, ARefusedSpawnNamesTheBodysField) {
+  ServerProcess server({"--threads", "1"});
+  ASSERT_NE(server.port(), 0) << server.log();
+  client::Connection ctl = connect(server.port(), v1::ROLE_CONTROLLER);
+  v1::Command spawn;
+  for (const double radius : {0.5, 0.5, 0.5, -1.0}) {
+    v1::Body& b = *spawn.mutable_spawn()->add_bodies();
+    b.mutable_position()->set_x(10.0 + 5.0 * spawn.spawn().bodies_size());
+    b.mutable_position()->set_y(10.0);
+    b.set_radius(radius);
+  }
+  spawn.set_request_id(7);
+  v1::CommandResult r;
+  ASSERT_TRUE(ctl.call(spawn, &r)) << ctl.error();
+  EXPECT_EQ(r.code(), v1::INVALID_ARGUMENT) << r.message();
+  EXPECT_EQ(r.field(), "spawn.bodies[3].radius");
+  EXPECT_EQ(r.message(), "spawn.bodies[3].radius: must be finite and > 0, got -1");
+  // A generated body has no path of its own: its generator is named.
+  v1::Command grid;
+  v1::GridGenerator& g = *grid.mutable_spawn()->add_generators()->mutable_grid();
+  g.mutable_origin()->set_x(10);
+  g.mutable_origin()->set_y(10);
+  g.set_columns(2);
+  g.set_rows(2);
+  g.set_spacing(2);
+  g.set_radius(0.5);
+  g.set_mass(-3);
+  ASSERT_TRUE(ctl.call(grid, &r)) << ctl.error();
+  EXPECT_EQ(r.code(), v1::INVALID_ARGUMENT) << r.message();
+  EXPECT_EQ(r.field(), "spawn.generators[0].grid");
+  v1::Command ping;
+  ping.mutable_ping();
+  EXPECT_EQ(call(ctl, ping).field(), "");
+}
+
 }  // namespace
 }  // namespace carom

@@ -67,9 +67,11 @@ std::string state_of(const SimState& sim) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// A command that must fail with `code` and a message containing `part`,
-// changing nothing.
-void expect_refused(SimState& sim, const std::string& command_text, v1::ErrorCode code, const std::string& part) {
+// A command that must fail with `code`, naming `field` (the path in the
+// Command, "" for none) in its result, with a message "FIELD: ..." that
+// contains `words`, changing nothing.
+void expect_refused(SimState& sim, const std::string& command_text, v1::ErrorCode code, const std::string& field,
+                    const std::string& words = "") {
   SCOPED_TRACE(command_text);
   const std::string before = state_of(sim);
   const std::uint64_t hash = sim.world().state_hash();
@@ -77,7 +79,11 @@ void expect_refused(SimState& sim, const std::string& command_text, v1::ErrorCod
   (void)sim.take_edited();
   const v1::CommandResult r = run(sim, command_text);
   EXPECT_EQ(r.code(), code) << r.message();
-  EXPECT_TRUE(contains(r.message(), part)) << "message: " << r.message() << "\nwanted: " << part;
+  EXPECT_EQ(r.field(), field) << r.message();
+  if (!field.empty()) {
+    EXPECT_EQ(r.message().rfind(field + ": ", 0), 0u) << r.message();
+  }
+  EXPECT_TRUE(contains(r.message(), words)) << "message: " << r.message() << "\nwanted: " << words;
   EXPECT_EQ(r.payload_case(), v1::CommandResult::PAYLOAD_NOT_SET);
   EXPECT_EQ(sim.world().state_hash(), hash);
   EXPECT_EQ(sim.world().size(), size);
@@ -149,7 +155,7 @@ TEST(SimState, PingAndResultTick) {
 
 TEST(SimState, CommandWithoutKindIsRefused) {
   SimState sim(options());
-  expect_refused(sim, "", v1::INVALID_ARGUMENT, "command: no command given");
+  expect_refused(sim, "", v1::INVALID_ARGUMENT, "", "command: no command given");
 }
 
 // --- spawn ------------------------------------------------------------------------
@@ -193,32 +199,32 @@ TEST(SimState, SpawnErrorsChangeNothing) {
   ok(sim, "spawn { " + body(50, 50, 1.0, 9) + " }");
   const std::string three_good = body(10, 10) + body(12, 10) + body(14, 10);
   expect_refused(sim, "spawn { " + three_good + body(16, 10, -1) + " }", v1::INVALID_ARGUMENT,
-                 "spawn.bodies[3].radius: must be finite and > 0, got -1");
+                 "spawn.bodies[3].radius", "must be finite and > 0, got -1");
   expect_refused(sim, "spawn { " + body(16, 10, -1) + " }", v1::INVALID_ARGUMENT, "spawn.bodies[0].radius");
   expect_refused(sim, "spawn { " + three_good + " bodies { position { x: nan y: 1 } } }", v1::INVALID_ARGUMENT,
-                 "spawn.bodies[3].position: must be finite, got (nan, 1)");
+                 "spawn.bodies[3].position.x", "must be finite, got nan");
   expect_refused(sim, "spawn { " + three_good + " bodies { position { x: 5 y: 5 } velocity { x: inf } } }",
-                 v1::INVALID_ARGUMENT, "spawn.bodies[3].velocity");
+                 v1::INVALID_ARGUMENT, "spawn.bodies[3].velocity.x");
   expect_refused(sim, "spawn { " + three_good + " bodies { position { x: 5 y: 5 } radius: 0.5 mass: nan } }",
                  v1::INVALID_ARGUMENT, "spawn.bodies[3].mass");
-  expect_refused(sim, "spawn { " + three_good + body(150, 10) + " }", v1::OUT_OF_RANGE, "spawn.bodies[3].position");
+  expect_refused(sim, "spawn { " + three_good + body(150, 10) + " }", v1::OUT_OF_RANGE, "spawn.bodies[3].position.x");
   expect_refused(sim, "spawn { " + body(20, 20, 0.5, 9) + " }", v1::ALREADY_EXISTS, "spawn.bodies[0].id");
   expect_refused(sim, "spawn { " + body(20, 20, 0.5, 11) + body(30, 20, 0.5, 11) + " }", v1::ALREADY_EXISTS,
-                 "spawn.bodies: id 11 appears twice");
+                 "spawn.bodies[1].id", "11 appears twice");
   // All or nothing across explicit bodies and generators.
   expect_refused(sim,
                  "spawn { " + three_good +
                      " generators { random_box { min { x: 0 y: 0 } max { x: 3 y: 3 } count: 50 "
                      "radius { min: 0.5 max: 0.5 } seed: 1 } } }",
-                 v1::OUT_OF_RANGE, "spawn.generators[0].random_box.count: placed only");
+                 v1::OUT_OF_RANGE, "spawn.generators[0].random_box.count", "placed only");
   expect_refused(sim,
                  "spawn { " + three_good +
                      " generators { grid { origin { x: 30 y: 30 } columns: 2 rows: 2 spacing: 2 radius: 0.5 "
                      "mass: -3 } } }",
-                 v1::INVALID_ARGUMENT, "spawn.generators[0].grid: generated body 0: mass");
+                 v1::INVALID_ARGUMENT, "spawn.generators[0].grid", "generated body 0: mass");
   expect_refused(sim, "spawn { generators { } }", v1::INVALID_ARGUMENT, "spawn.generators[0].shape");
   expect_refused(sim, "spawn { " + three_good + " generators { random_box { min { x: 0 y: 0 } } } }",
-                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_box.count: must be >= 1");
+                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_box.count", "must be >= 1");
 }
 
 TEST(SimState, HugeSpawnIsRefusedBeforeAllocating) {
@@ -229,18 +235,18 @@ TEST(SimState, HugeSpawnIsRefusedBeforeAllocating) {
                  "spawn { generators { random_box { min { x: 0 y: 0 } max { x: 100 y: 100 } count: 1000000000 "
                  "radius { min: 0.1 max: 0.1 } } } }",
                  v1::RESOURCE_EXHAUSTED,
-                 "spawn.generators[0].random_box.count: 1000000000 bodies would exceed the limit of 1000 "
-                 "(--max-bodies)");
+                 "spawn.generators[0].random_box.count",
+                 "1000000000 bodies would exceed the limit of 1000 (--max-bodies)");
   // columns x rows = 10^10 does not fit in 32 bits.
   expect_refused(sim,
                  "spawn { generators { grid { origin { x: 1 y: 1 } columns: 100000 rows: 100000 spacing: 1 "
                  "radius: 0.1 } } }",
-                 v1::RESOURCE_EXHAUSTED, "spawn.generators[0].grid: 10000000000 bodies would exceed");
+                 v1::RESOURCE_EXHAUSTED, "spawn.generators[0].grid", "10000000000 bodies would exceed");
   expect_refused(sim,
                  "spawn { generators { random_disc { center { x: 50 y: 50 } disc_radius: 40 count: 600 "
                  "radius { min: 0.1 max: 0.1 } } } generators { random_disc { center { x: 50 y: 50 } "
                  "disc_radius: 40 count: 600 radius { min: 0.1 max: 0.1 } } } }",
-                 v1::RESOURCE_EXHAUSTED, "spawn.generators[1].random_disc.count: 600 bodies would exceed");
+                 v1::RESOURCE_EXHAUSTED, "spawn.generators[1].random_disc.count", "600 bodies would exceed");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(seconds, 0.5);
 }
@@ -250,12 +256,12 @@ TEST(SimState, HugeSpawnIsRefusedBeforeAllocating) {
 TEST(SimState, RemoveIdsOrAll) {
   SimState sim(options());
   ok(sim, "spawn { " + body(10, 10) + body(20, 10) + body(30, 10) + body(40, 10) + " }");
-  expect_refused(sim, "remove { ids: 1 ids: 2 ids: 99 }", v1::NOT_FOUND, "remove.ids[2]: unknown body id 99");
+  expect_refused(sim, "remove { ids: 1 ids: 2 ids: 99 }", v1::NOT_FOUND, "remove.ids[2]", "unknown body id 99");
   expect_refused(sim, "remove { }", v1::INVALID_ARGUMENT, "remove.ids");
-  expect_refused(sim, "remove { ids: 1 all: true }", v1::INVALID_ARGUMENT, "remove: give ids or all");
+  expect_refused(sim, "remove { ids: 1 all: true }", v1::INVALID_ARGUMENT, "remove", "give ids or all");
   // An id twice is refused, as a spawn refuses one, and nothing is removed.
   expect_refused(sim, "remove { ids: 2 ids: 3 ids: 2 }", v1::INVALID_ARGUMENT,
-                 "remove.ids[2]: each id at most once, got 2 again");
+                 "remove.ids[2]", "each id at most once, got 2 again");
   ok(sim, "remove { ids: 1 ids: 3 }");
   EXPECT_EQ(sim.world().size(), 2u);
   EXPECT_FALSE(sim.world().contains(1));
@@ -283,14 +289,14 @@ TEST(SimState, SetBodyPositionAndVelocity) {
   EXPECT_EQ(b.position, (Vec2{5, 6}));
   EXPECT_EQ(b.velocity, (Vec2{3, 4}));
 
-  expect_refused(sim, "set_body { id: 1 }", v1::INVALID_ARGUMENT, "set_body: give a position, a velocity or both");
-  expect_refused(sim, "set_body { id: 99 velocity { x: 1 } }", v1::NOT_FOUND, "set_body.id: unknown body id 99");
+  expect_refused(sim, "set_body { id: 1 }", v1::INVALID_ARGUMENT, "set_body", "give a position, a velocity or both");
+  expect_refused(sim, "set_body { id: 99 velocity { x: 1 } }", v1::NOT_FOUND, "set_body.id", "unknown body id 99");
   expect_refused(sim, "set_body { id: 1 velocity { x: nan } }", v1::INVALID_ARGUMENT,
-                 "set_body.velocity: must be finite, got (nan, 0)");
-  expect_refused(sim, "set_body { id: 1 position { x: inf y: 1 } }", v1::INVALID_ARGUMENT, "set_body.position");
+                 "set_body.velocity.x", "must be finite, got nan");
+  expect_refused(sim, "set_body { id: 1 position { x: inf y: 1 } }", v1::INVALID_ARGUMENT, "set_body.position.x");
   // A good velocity with a bad position: neither is applied.
   expect_refused(sim, "set_body { id: 1 position { x: 500 y: 1 } velocity { x: 9 y: 9 } }", v1::OUT_OF_RANGE,
-                 "set_body.position");
+                 "set_body.position.x");
 }
 
 TEST(SimState, ApplyImpulse) {
@@ -301,12 +307,12 @@ TEST(SimState, ApplyImpulse) {
   ASSERT_TRUE(sim.world().body(1, &b).ok());
   EXPECT_EQ(b.velocity, (Vec2{2, -1}));
   expect_refused(sim, "apply_impulse { id: 1 impulse { x: nan y: 0 } }", v1::INVALID_ARGUMENT,
-                 "apply_impulse.impulse: must be finite");
+                 "apply_impulse.impulse", "must be finite");
   expect_refused(sim, "apply_impulse { id: 1 impulse { x: 1e300 y: 0 } }", v1::INVALID_ARGUMENT,
-                 "apply_impulse.impulse: would make the velocity (5e+299, -1) m/s, beyond +-1e+09 m/s, got "
-                 "(1e+300, 0)");
+                 "apply_impulse.impulse",
+                 "would make the velocity (5e+299, -1) m/s, beyond +-1e+09 m/s, got (1e+300, 0)");
   expect_refused(sim, "apply_impulse { id: 4 impulse { x: 1 } }", v1::NOT_FOUND,
-                 "apply_impulse.id: unknown body id 4");
+                 "apply_impulse.id", "unknown body id 4");
 }
 
 // --- set_params ---------------------------------------------------------------------
@@ -335,16 +341,18 @@ TEST(SimState, SetParamsChangesOnlyTheFieldsSet) {
   const std::string before = state_of(sim);
   v1::CommandResult r = run(sim, c);
   EXPECT_EQ(r.code(), v1::INVALID_ARGUMENT);
-  EXPECT_TRUE(contains(r.message(), "set_params.params.solver: unknown value 7")) << r.message();
+  EXPECT_EQ(r.field(), "set_params.params.solver");
+  EXPECT_EQ(r.message(), "set_params.params.solver: unknown value 7 (1 = SOLVER_DISCRETE, 2 = SOLVER_VERLET, 3 = "
+                         "SOLVER_CONTINUOUS)");
   EXPECT_EQ(state_of(sim), before);
 
   expect_refused(sim, "set_params { params { restitution: 2 } }", v1::INVALID_ARGUMENT,
-                 "set_params.params.restitution: must be in [0, 1], got 2");
+                 "set_params.params.restitution", "must be in [0, 1], got 2");
   expect_refused(sim, "set_params { params { restitution: 0.1 gravity { x: nan } } }", v1::INVALID_ARGUMENT,
                  "set_params.params.gravity");
   expect_refused(sim, "set_params { params { dt: nan } }", v1::INVALID_ARGUMENT, "set_params.params.dt");
   expect_refused(sim, "set_params { params { tick_hz: 0 } }", v1::INVALID_ARGUMENT,
-                 "set_params.params.tick_hz: must be in [1, 1000] Hz, got 0");
+                 "set_params.params.tick_hz", "must be in [1, 1000] Hz, got 0");
   expect_refused(sim, "set_params { params { tick_hz: 5000 restitution: 0.2 } }", v1::INVALID_ARGUMENT,
                  "set_params.params.tick_hz");
   expect_refused(sim, "set_params { params { tick_hz: nan } }", v1::INVALID_ARGUMENT, "set_params.params.tick_hz");
@@ -353,7 +361,7 @@ TEST(SimState, SetParamsChangesOnlyTheFieldsSet) {
   expect_refused(sim, "set_params { params { iterations: 0 } }", v1::INVALID_ARGUMENT,
                  "set_params.params.iterations");
   expect_refused(sim, "set_params { params { bounds { walled: true min { x: 0 y: 0 } max { x: 20 y: 20 } } } }",
-                 v1::OUT_OF_RANGE, "set_params.params.bounds: body 1");
+                 v1::OUT_OF_RANGE, "set_params.params.bounds", "body 1");
 }
 
 // --- pause, resume, step --------------------------------------------------------------
@@ -383,9 +391,9 @@ TEST(SimState, StepRunsExactlyCountTicksWhilePaused) {
   SimState sim(options());
   ok(sim, "spawn { bodies { position { x: 10 y: 10 } velocity { x: 1 y: 0 } radius: 0.5 } }");
   tick(sim, 3);
-  expect_refused(sim, "step { count: 5 }", v1::FAILED_PRECONDITION, "step: only while paused");
+  expect_refused(sim, "step { count: 5 }", v1::FAILED_PRECONDITION, "", "step: only while paused");
   ok(sim, "pause {}");
-  expect_refused(sim, "step { count: 0 }", v1::OUT_OF_RANGE, "step.count: must be 1..100000, got 0");
+  expect_refused(sim, "step { count: 0 }", v1::OUT_OF_RANGE, "step.count", "must be 1..100000, got 0");
   expect_refused(sim, "step { count: 100001 }", v1::OUT_OF_RANGE, "step.count");
 
   v1::Command c = parse<v1::Command>("step { count: 5 }");
@@ -393,7 +401,7 @@ TEST(SimState, StepRunsExactlyCountTicksWhilePaused) {
   v1::CommandResult r;
   EXPECT_FALSE(sim.apply(c, &r)) << "an accepted step is answered when its ticks are done";
   EXPECT_TRUE(sim.should_step());
-  expect_refused(sim, "step { count: 1 }", v1::FAILED_PRECONDITION, "step: the previous step command has 5 ticks");
+  expect_refused(sim, "step { count: 1 }", v1::FAILED_PRECONDITION, "", "step: the previous step command has 5 ticks");
   int steps = 0;
   while (sim.should_step()) {
     EXPECT_FALSE(sim.take_finished_step().has_value()) << "not done before its last tick";
@@ -469,7 +477,7 @@ TEST(SimState, SaveLoadContinuesBitIdentically) {
     tick(c, 60);
     ASSERT_TRUE(c.load_saved(reread).ok());
     EXPECT_EQ(c.tick(), 60u) << "ticks never go back";
-    expect_refused(b, "spawn { " + body(8, 30, 0.5, 40) + " }", v1::ALREADY_EXISTS, "spawn.bodies[0].id: 40");
+    expect_refused(b, "spawn { " + body(8, 30, 0.5, 40) + " }", v1::ALREADY_EXISTS, "spawn.bodies[0].id", "40");
     expect_same_future(a, b, 100);
   }
 }
@@ -508,7 +516,8 @@ TEST(SimState, MutualGravityIsSetReportedSavedAndRefusedWhenBad) {
     c.mutable_set_params()->mutable_params()->mutable_mutual()->set_method(static_cast<v1::GravityMethod>(9));
     const v1::CommandResult r = run(a, c);
     EXPECT_EQ(r.code(), v1::INVALID_ARGUMENT);
-    EXPECT_TRUE(contains(r.message(), "mutual.method: unknown value 9")) << r.message();
+    EXPECT_EQ(r.field(), "set_params.params.mutual.method");
+    EXPECT_TRUE(contains(r.message(), "set_params.params.mutual.method: unknown value 9")) << r.message();
     // Saved and loaded: the same parameters and the same future.
     v1::SavedWorld saved;
     a.save(&saved);
@@ -573,7 +582,7 @@ TEST(SimState, GravityScenariosLoadAndRun) {
                  "spawn { generators { random_disc { center { x: 50 y: 50 } disc_radius: 5 inner_radius: 6 count: 3 "
                  "radius { min: 0.1 max: "
                  "0.1 } } } }",
-                 v1::INVALID_ARGUMENT, "random_disc.inner_radius");
+                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_disc.inner_radius");
 }
 
 // Found by fuzz_saved_world (fuzz/): in this 10-body continuous world (a
@@ -638,7 +647,7 @@ TEST(SimState, ABodyLeavingTheLimitsIsRemovedAndTheWorldStillLoads) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(b.world().state_hash(), a.world().state_hash());
   // The ids stay retired.
-  expect_refused(b, "spawn { " + body(0, 0, 0.5, 1) + " }", v1::ALREADY_EXISTS, "bodies[0].id");
+  expect_refused(b, "spawn { " + body(0, 0, 0.5, 1) + " }", v1::ALREADY_EXISTS, "spawn.bodies[0].id");
 }
 
 // Property: whatever legal or illegal commands a user sends, a refused one
@@ -807,39 +816,42 @@ TEST(SimState, LoadWorldCommandAndItsErrors) {
     *c.mutable_load_world()->mutable_world() = world;
     return c;
   };
-  auto refused = [&](const v1::SavedWorld& world, v1::ErrorCode code, const std::string& part) {
-    SCOPED_TRACE(part);
+  auto refused = [&](const v1::SavedWorld& world, v1::ErrorCode code, const std::string& field,
+                     const std::string& words = "") {
+    SCOPED_TRACE(field);
     const std::string before = state_of(b);
     const v1::CommandResult r = run(b, load(world));
     EXPECT_EQ(r.code(), code) << r.message();
-    EXPECT_TRUE(contains(r.message(), part)) << r.message();
+    EXPECT_EQ(r.field(), field) << r.message();
+    EXPECT_EQ(r.message().rfind(field + ": ", 0), 0u) << r.message();
+    EXPECT_TRUE(contains(r.message(), words)) << r.message();
     EXPECT_EQ(state_of(b), before);
   };
   v1::SavedWorld bad = saved;
   bad.set_format(2);
-  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.format: must be 1, got 2");
+  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.format", "must be 1, got 2");
   bad = saved;
   bad.mutable_x()->RemoveLast();
-  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.x: ");
+  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.x");
   bad = saved;
   bad.set_y(3, bad.y(3) + 1e-9);
-  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.state_hash: ");
+  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.state_hash");
   bad = saved;
   bad.set_radius(4, -1);
   bad.set_state_hash(0);
-  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.radius[4]: must be finite and > 0, got -1");
+  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.radius[4]", "must be finite and > 0, got -1");
   bad = saved;
   bad.mutable_solver()->set_warm_a(0, 77777);
-  refused(bad, v1::NOT_FOUND, "load_world.world.solver.warm_a[0]: no body with id 77777");
+  refused(bad, v1::NOT_FOUND, "load_world.world.solver.warm_a[0]", "no body with id 77777");
   bad = saved;
   bad.mutable_solver()->set_wall_bits(1, 16);
-  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.solver.wall_bits[1]: must be in [1, 15], got 16");
+  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.solver.wall_bits[1]", "must be in [1, 15], got 16");
   bad = saved;
   bad.mutable_solver()->set_warm_b(2, bad.solver().warm_a(2));
-  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.solver.warm_a[2], solver.warm_b[2]: a must be the lower id");
+  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.solver.warm_a[2]", "a must be the lower id");
   bad = saved;
   bad.mutable_solver()->add_wall_id(1);
-  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.solver.wall_id, wall_bits: lengths differ");
+  refused(bad, v1::INVALID_ARGUMENT, "load_world.world.solver.wall_bits", "values for");
   bad = saved;
   bad.mutable_params()->set_restitution(3);
   refused(bad, v1::INVALID_ARGUMENT, "load_world.world.params.restitution");
@@ -912,12 +924,12 @@ TEST(SimState, InlineScenario) {
   EXPECT_EQ(sim.tick(), 4u);
 
   expect_refused(sim, "load_scenario { scenario { " + body(10, 10) + body(20, 10) + body(30, 10, -2) + " } }",
-                 v1::INVALID_ARGUMENT, "load_scenario.scenario.bodies[2].radius: must be finite and > 0, got -2");
+                 v1::INVALID_ARGUMENT, "load_scenario.scenario.bodies[2].radius", "must be finite and > 0, got -2");
   expect_refused(sim, "load_scenario { scenario { params { restitution: -1 } } }", v1::INVALID_ARGUMENT,
                  "load_scenario.scenario.params.restitution");
   expect_refused(sim, "load_scenario { scenario { script { tick: 3 } } }", v1::INVALID_ARGUMENT,
-                 "load_scenario.scenario.script[0].command: no command given");
-  expect_refused(sim, "load_scenario { }", v1::INVALID_ARGUMENT, "load_scenario: give a name or a scenario");
+                 "load_scenario.scenario.script[0].command", "no command given");
+  expect_refused(sim, "load_scenario { }", v1::INVALID_ARGUMENT, "load_scenario", "give a name or a scenario");
 }
 
 class ScenarioFiles : public testing::Test {
@@ -964,19 +976,22 @@ TEST_F(ScenarioFiles, LoadByNameWithLocatedErrors) {
   EXPECT_EQ(sim.world().size(), 16u * 14u + 60u);
   EXPECT_EQ(sim.world().params().solver, Solver::kVerlet);
 
-  expect_refused(sim, "load_scenario { name: \"nope\" }", v1::NOT_FOUND,
-                 "load_scenario.name: no scenario 'nope' in " + dir_.string());
+  expect_refused(sim, "load_scenario { name: \"nope\" }", v1::NOT_FOUND, "load_scenario.name",
+                 "no scenario 'nope' in " + dir_.string());
   expect_refused(sim, "load_scenario { name: \"../good\" }", v1::INVALID_ARGUMENT,
-                 "load_scenario.name: must match [A-Za-z0-9_-]+");
+                 "load_scenario.name", "must match [A-Za-z0-9_-]+");
   expect_refused(sim, "load_scenario { name: \"\" }", v1::INVALID_ARGUMENT, "load_scenario.name");
-  expect_refused(sim, "load_scenario { name: \"syntax\" }", v1::INVALID_ARGUMENT, syntax + ":4:");
-  expect_refused(sim, "load_scenario { name: \"semantic\" }", v1::INVALID_ARGUMENT,
+  // A file on the server is no part of the command: no field, the file's
+  // line and path in the message.
+  expect_refused(sim, "load_scenario { name: \"syntax\" }", v1::INVALID_ARGUMENT, "", syntax + ":4:");
+  expect_refused(sim, "load_scenario { name: \"semantic\" }", v1::INVALID_ARGUMENT, "",
                  semantic + ":6: bodies[2].radius: must be finite and > 0, got -1");
-  expect_refused(sim, "load_scenario { name: \"generator\" }", v1::OUT_OF_RANGE,
+  expect_refused(sim, "load_scenario { name: \"generator\" }", v1::OUT_OF_RANGE, "",
                  generator + ":5: generators[1].random_disc.count: placed only");
 
   SimState nowhere(options());
-  expect_refused(nowhere, "load_scenario { name: \"good\" }", v1::NOT_FOUND, "no scenario directory");
+  expect_refused(nowhere, "load_scenario { name: \"good\" }", v1::NOT_FOUND, "load_scenario.name",
+                 "no scenario directory");
 }
 
 TEST_F(ScenarioFiles, LoadScenarioApiNamesFileAndLine) {
@@ -994,6 +1009,7 @@ TEST_F(ScenarioFiles, LoadScenarioApiNamesFileAndLine) {
   const Status st = sim.load_scenario(scenario, path, &where);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(st.message(), path + ":3: params.substeps: must be in [1, 64], got 0")) << st.message();
+  EXPECT_EQ(st.field(), "") << "the file is no part of a request";
   EXPECT_EQ(state_of(sim), before);
 }
 
@@ -1172,31 +1188,32 @@ TEST(Generators, OverfullAndBadRequestsFail) {
                  "spawn { generators { random_box { min { x: 0 y: 0 } max { x: 10 y: 10 } count: 200 "
                  "radius { min: 0.5 max: 0.5 } } } }",
                  v1::OUT_OF_RANGE,
-                 "spawn.generators[0].random_box.count: placed only ");
+                 "spawn.generators[0].random_box.count", "placed only ");
   expect_refused(sim,
                  "spawn { generators { random_box { min { x: 0 y: 0 } max { x: 10 y: 10 } count: 200 "
                  "radius { min: 0.5 max: 0.5 } } } }",
-                 v1::OUT_OF_RANGE, "of 200 bodies without overlap; enlarge the region or lower the count");
+                 v1::OUT_OF_RANGE, "spawn.generators[0].random_box.count",
+                 "of 200 bodies without overlap; enlarge the region or lower the count");
   expect_refused(sim,
                  "spawn { generators { random_disc { center { x: 50 y: 50 } disc_radius: 0.4 count: 1 "
                  "radius { min: 0.5 max: 0.5 } } } }",
-                 v1::OUT_OF_RANGE, "spawn.generators[0].random_disc.count: placed only 0 of 1");
+                 v1::OUT_OF_RANGE, "spawn.generators[0].random_disc.count", "placed only 0 of 1");
   expect_refused(sim,
                  "spawn { generators { random_box { min { x: 0 y: 0 } max { x: 10 y: 10 } count: 1 "
                  "radius { min: 0.5 max: 0.2 } } } }",
-                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_box.radius: min must be <= max");
+                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_box.radius", "min must be <= max");
   expect_refused(sim,
                  "spawn { generators { random_box { min { x: 0 y: 0 } max { x: 10 y: 10 } count: 1 "
                  "radius { min: 0 max: 0.2 } } } }",
-                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_box.radius.min: must be finite and > 0");
+                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_box.radius.min", "must be finite and > 0");
   expect_refused(sim,
                  "spawn { generators { random_box { min { x: 0 y: 0 } max { x: 10 y: 10 } count: 1 "
                  "radius { min: 1e-300 max: 0.2 } } } }",
-                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_box.radius: must be within [1e-06, 1e+06]");
+                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_box.radius", "must be within [1e-06, 1e+06]");
   expect_refused(sim,
                  "spawn { generators { random_disc { center { x: 5e8 y: 50 } disc_radius: 1e9 count: 1 "
                  "radius { min: 0.1 max: 0.2 } } } }",
-                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_disc: the disc must lie within");
+                 v1::INVALID_ARGUMENT, "spawn.generators[0].random_disc", "the disc must lie within");
   expect_refused(sim,
                  "spawn { generators { random_box { min { x: 0 y: 0 } max { x: 10 y: 10 } count: 1 "
                  "radius { min: 0.1 max: 0.2 } speed { min: nan max: 1 } } } }",
@@ -1204,16 +1221,16 @@ TEST(Generators, OverfullAndBadRequestsFail) {
   expect_refused(sim,
                  "spawn { generators { random_box { min { x: 0 y: 0 } max { x: 200 y: 10 } count: 1 "
                  "radius { min: 0.1 max: 0.2 } } } }",
-                 v1::OUT_OF_RANGE, "spawn.generators[0].random_box: region (0, 0) - (200, 10) is not inside the box");
+                 v1::OUT_OF_RANGE, "spawn.generators[0].random_box", "region (0, 0) - (200, 10) is not inside the box");
   expect_refused(sim,
                  "spawn { generators { random_disc { center { x: 50 y: 50 } disc_radius: nan count: 1 "
                  "radius { min: 0.1 max: 0.2 } } } }",
                  v1::INVALID_ARGUMENT, "spawn.generators[0].random_disc.disc_radius");
   expect_refused(sim,
                  "spawn { generators { grid { origin { x: 1 y: 1 } columns: 200 rows: 1 spacing: 1 radius: 0.4 } } }",
-                 v1::OUT_OF_RANGE, "spawn.generators[0].grid: centres (1, 1) - (200, 1)");
+                 v1::OUT_OF_RANGE, "spawn.generators[0].grid", "centres (1, 1) - (200, 1)");
   expect_refused(sim, "spawn { generators { grid { origin { x: 1 y: 1 } columns: 2 rows: 0 spacing: 1 radius: 0.4 } } }",
-                 v1::INVALID_ARGUMENT, "spawn.generators[0].grid.rows: must be >= 1");
+                 v1::INVALID_ARGUMENT, "spawn.generators[0].grid.rows", "must be >= 1");
   expect_refused(sim, "spawn { generators { grid { origin { x: 1 y: 1 } columns: 2 rows: 2 spacing: -1 radius: 0.4 } } }",
                  v1::INVALID_ARGUMENT, "spawn.generators[0].grid.spacing");
 }

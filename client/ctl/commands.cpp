@@ -144,13 +144,13 @@ int run_one(const Globals& g, v1::Command command, const std::function<void(cons
 
 unsigned long long ull(std::uint64_t v) { return static_cast<unsigned long long>(v); }
 
-/// The line in a parsed scenario that a server message points at: the
-/// deepest located part of its leading field path, tried as given and
-/// under each prefix in `prefixes` (so "bodies[3].radius" and
+/// The line in a parsed scenario that a result's field (CommandResult.field)
+/// points at: the deepest located part of the path, tried as given and under
+/// each prefix in `prefixes` (so "bodies[3].radius" and
 /// "spawn.bodies[3].radius" both land). 0 when nothing matches.
-int line_for_message(const v1::Scenario& scenario, const proto::TextLocations& locations, const std::string& message,
-                     const std::vector<std::string>& prefixes) {
-  std::string path = leading_field_path(message);
+int line_for_field(const v1::Scenario& scenario, const proto::TextLocations& locations, const std::string& field,
+                   const std::vector<std::string>& prefixes) {
+  std::string path = field;
   for (const char* strip : {"load_scenario.", "scenario."}) {
     if (path.rfind(strip, 0) == 0) path.erase(0, std::strlen(strip));
   }
@@ -324,7 +324,7 @@ int run_load(const Globals& g, const std::string& name_or_file) {
   if (g.json) std::printf("%s\n", to_json(result).c_str());
   if (result.code() != v1::OK) {
     if (is_file) {
-      print_located(name_or_file, line_for_message(scenario, locations, result.message(), {""}), result);
+      print_located(name_or_file, line_for_field(scenario, locations, result.field(), {""}), result);
     } else {
       print_error("load: " + client::code_name(result.code()) + ": " + result.message());
     }
@@ -533,7 +533,7 @@ int run_play(const Globals& g, const std::string& file, bool load) {
     if (!session.call(command, &result)) return kExitUsage;
     if (g.json) std::printf("%s\n", to_json(result).c_str());
     if (result.code() != v1::OK) {
-      print_located(file, line_for_message(scenario, locations, result.message(), {""}), result);
+      print_located(file, line_for_field(scenario, locations, result.field(), {""}), result);
       return kExitCommandError;
     }
     if (!g.json) std::printf("%s: loaded scenario '%s' at tick %llu\n", file.c_str(), scenario.name().c_str(), ull(result.tick()));
@@ -592,8 +592,8 @@ int run_play(const Globals& g, const std::string& file, bool load) {
     const int line = std::max(locations.line_of(scenario, index), 1);
     if (g.json) std::printf("%s\n", to_json(result).c_str());
     if (result.code() != v1::OK) {
-      const int at = line_for_message(scenario, locations, result.message(),
-                                      {index, index + ".command", index + ".command." + name});
+      const int at = line_for_field(scenario, locations, result.field(),
+                                    {index, index + ".command", index + ".command." + name});
       print_located(file, std::max(at, line), result);
       return kExitCommandError;
     }

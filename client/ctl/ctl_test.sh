@@ -97,6 +97,9 @@ contains "$work/out" "spawned 3 bodies" "spawn bodies"
 first_id=$(sed -n 's/^spawned 3 bodies: \([0-9]*\).*/\1/p' "$work/out")
 expect 1 "spawn NaN (server validates)" -- c spawn --body 10,nan
 contains "$work/err" "INVALID_ARGUMENT" "spawn NaN"
+contains "$work/err" "spawn.bodies[0].position.y: must be finite" "spawn NaN names the field"
+expect 1 "spawn NaN --json" -- c --json spawn --body 10,10 --body 10,nan
+contains "$work/out" '"field":"spawn.bodies[1].position.y"' "the result's field in --json"
 expect 1 "spawn outside the box" -- c spawn --body -50,10
 expect 0 "spawn random box" -- c spawn --random-box 40,40,90,90 --count 100 --radius 0.3,0.5 --speed 0,2 --seed 3
 contains "$work/out" "spawned 100 bodies" "random box"
@@ -202,7 +205,8 @@ script {
 }
 TXT
 expect 1 "play with a failing command" -- c play "$work/badscript.txtpb"
-contains "$work/err" "badscript.txtpb:" "play error location"
+contains "$work/err" "badscript.txtpb:6: NOT_FOUND: apply_impulse.id: unknown body id 987654" \
+  "play error location, from the result's field"
 contains "$work/err" "NOT_FOUND" "play error code"
 expect 0 "play bullet (from the client)" -- c play "$scenarios/bullet.txtpb" --load
 contains "$work/out" "+60 spawn: OK" "bullet script"

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -32,10 +31,5 @@ CLI::Validator decimal_integer(std::uint64_t max);
 /// infinite. CLI11's number validators (PositiveNumber, Range) let NaN
 /// through, since every comparison with it is false.
 CLI::Validator finite_number();
-
-/// The field path that starts a server message such as
-/// "bodies[3].radius: must be > 0, got -1" ("bodies[3].radius"); empty when
-/// the message does not start with "path: ".
-std::string leading_field_path(std::string_view message);
 
 }  // namespace carom::ctl

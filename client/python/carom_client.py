@@ -16,6 +16,8 @@ As a module:
         command.spawn.bodies.add(position={"x": 5, "y": 5}, radius=0.5)
         result = conn.call(command)          # a CommandResult
         print(result.code, list(result.spawned.ids))
+        # On error, result.field is the path of the field at fault
+        # ("spawn.bodies[0].radius"), result.message a sentence starting with it.
 
 The generated modules are also reachable as carom_client.pb (protocol_pb2)
 and carom_client.world (world_pb2).
@@ -64,12 +66,14 @@ class CaromError(Exception):
 
 
 class ServerRefused(CaromError):
-    """The server answered with an Error message (code + message)."""
+    """The server answered with an Error message: code, message, and field
+    (the path at fault in what was sent, "hello.role"; "" when none)."""
 
-    def __init__(self, code, message):
-        super().__init__("%s: %s" % (pb.ErrorCode.Name(code), message))
-        self.code = code
-        self.message = message
+    def __init__(self, error):
+        super().__init__("%s: %s" % (pb.ErrorCode.Name(error.code), error.message))
+        self.code = error.code
+        self.message = error.message
+        self.field = error.field
 
 
 # --- framing -------------------------------------------------------------------
@@ -270,7 +274,7 @@ class Connection:
         kind = reply.WhichOneof("kind")
         if kind == "error":
             self.close()
-            raise ServerRefused(reply.error.code, reply.error.message)
+            raise ServerRefused(reply.error)
         if kind != "welcome":
             self.close()
             raise CaromError("the server did not answer with a Welcome (got %s)" % kind)
@@ -298,7 +302,7 @@ class Connection:
                 return reply.result
             if kind == "error":
                 self.close()
-                raise ServerRefused(reply.error.code, reply.error.message)
+                raise ServerRefused(reply.error)
             if kind == "goodbye":
                 self.close()
                 raise CaromError("the server said goodbye: %s" % reply.goodbye.reason)
@@ -320,7 +324,7 @@ class Connection:
                 if kind == "goodbye":
                     raise CaromError("the server said goodbye: %s" % message.goodbye.reason)
                 if kind == "error":
-                    raise ServerRefused(message.error.code, message.error.message)
+                    raise ServerRefused(message.error)
 
 
 def connect(address, role, token="", client_name="carom_client.py", wishes=None, timeout=5.0, body_tables=True):

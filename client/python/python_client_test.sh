@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the Python client: starts the real carom-server on a free
 # loopback port, runs the carom_client.py demo against it (viewer snapshots,
-# then a controller spawn that must show up in a snapshot), stops the server.
+# then a controller spawn that must show up in a snapshot), checks that a bad
+# spawn and a bad Hello come back with their field, stops the server.
 #
 # usage: python_client_test.sh CAROM_SERVER CAROM_CLIENT_PY PROTO_PY_DIR [PYTHON]
 # Fails when no Python with the protobuf module is found (scripts/deps installs
@@ -57,4 +58,40 @@ for tables in "" --no-body-tables; do
   fi
   seed=$((seed + 1))
 done
+
+# Errors name the field at fault as data: a bad body's path in
+# CommandResult.field, a bad Hello's in Error.field (ServerRefused.field).
+PYTHONPATH="$proto_py_dir:$(dirname "$client")${PYTHONPATH:+:$PYTHONPATH}" "$python" - "127.0.0.1:$port" <<'PY'
+import sys
+import carom_client
+from carom_client import pb
+
+address = sys.argv[1]
+with carom_client.connect(address, pb.ROLE_CONTROLLER) as controller:
+    command = pb.Command()
+    command.spawn.bodies.add(position={"x": 5, "y": 5}, radius=0.5)
+    command.spawn.bodies.add(position={"x": 9, "y": 5}, radius=-1)
+    result = controller.call(command)
+    assert result.code == pb.INVALID_ARGUMENT, result
+    assert result.field == "spawn.bodies[1].radius", result.field
+    assert result.message.startswith(result.field + ": "), result.message
+    ping = pb.Command()
+    ping.ping.SetInParent()
+    assert controller.call(ping).field == ""
+host, port = carom_client.parse_address(address)
+connection = carom_client.Connection.open(host, port, 5.0)
+try:
+    connection.hello(7)
+    raise AssertionError("role 7 was accepted")
+except carom_client.ServerRefused as refused:
+    assert refused.code == pb.INVALID_ARGUMENT, refused
+    assert refused.field == "hello.role", refused.field
+print("fields: ok")
+PY
+rc=$?
+if [ "$rc" -ne 0 ]; then
+  echo "FAIL: the field checks exited with $rc; server log:" >&2
+  cat "$work/server.log" >&2
+  exit 1
+fi
 echo "PASS"

@@ -106,6 +106,24 @@ bool inside(const Bounds& box, double x, double y, double r) {
   return x >= box.min.x + r && x <= box.max.x - r && y >= box.min.y + r && y <= box.max.y - r;
 }
 
+// The coordinate ("x" or "y") that puts a body outside the box, so that a
+// refusal names one wire field; nullptr when it is inside.
+const char* outside_axis(const Bounds& box, double x, double y, double r) {
+  if (inside(box, x, y, r)) return nullptr;
+  return x >= box.min.x + r && x <= box.max.x - r ? "y" : "x";
+}
+
+// A vector's components ("FIELD.x", "FIELD.y"): finite, and within +-limit.
+Status check_components(const std::string& field, Vec2 v, double limit) {
+  const std::pair<const char*, double> parts[] = {{"x", v.x}, {"y", v.y}};
+  for (const auto& [axis, c] : parts)
+    if (!std::isfinite(c)) return invalid_argument(join_path(field, axis), "must be finite", format_number(c));
+  for (const auto& [axis, c] : parts)
+    if (!(std::abs(c) <= limit))
+      return invalid_argument(join_path(field, axis), "must be within +-" + format_number(limit), format_number(c));
+  return {};
+}
+
 Status check_params(const Params& p) {
   if (!finite(p.gravity)) return invalid_argument("gravity", "must be finite", format_vec(p.gravity));
   if (!(p.restitution >= 0.0 && p.restitution <= 1.0))
@@ -228,36 +246,31 @@ struct WorldState {
     discrete.bodies_edited();
   }
 
-  Status check_body(const BodyDesc& d, const std::string& at) const {
-    if (!finite(d.position)) return invalid_argument(at + "position", "must be finite", format_vec(d.position));
-    if (!finite(d.velocity)) return invalid_argument(at + "velocity", "must be finite", format_vec(d.velocity));
+  // Fields are the BodyDesc's ("radius", "position.x"); add_bodies names the item.
+  Status check_body(const BodyDesc& d) const {
+    if (Status st = check_components("position", d.position, kMaxCoordinate); !st.ok()) return st;
+    if (Status st = check_components("velocity", d.velocity, kMaxSpeed); !st.ok()) return st;
     if (!(std::isfinite(d.radius) && d.radius > 0.0))
-      return invalid_argument(at + "radius", "must be finite and > 0", format_number(d.radius));
+      return invalid_argument("radius", "must be finite and > 0", format_number(d.radius));
     if (!(std::isfinite(d.mass) && d.mass >= 0.0))
-      return invalid_argument(at + "mass", "must be finite and > 0 (or 0 for density x area)", format_number(d.mass));
-    if (!within(d.position, kMaxCoordinate))
-      return invalid_argument(at + "position", "components must be within +-" + format_number(kMaxCoordinate),
-                              format_vec(d.position));
-    if (!within(d.velocity, kMaxSpeed))
-      return invalid_argument(at + "velocity", "components must be within +-" + format_number(kMaxSpeed),
-                              format_vec(d.velocity));
+      return invalid_argument("mass", "must be finite and > 0 (or 0 for density x area)", format_number(d.mass));
     if (d.radius < kMinRadius || d.radius > kMaxRadius)
-      return invalid_argument(at + "radius",
+      return invalid_argument("radius",
                               "must be in [" + format_number(kMinRadius) + ", " + format_number(kMaxRadius) + "]",
                               format_number(d.radius));
     if (const double m = mass_of(d); !(m >= kMinMass && m <= kMaxMass))
-      return invalid_argument(at + "mass",
+      return invalid_argument("mass",
                               std::string(d.mass == 0.0 ? "density x area " : "") + "must be in [" +
                                   format_number(kMinMass) + ", " + format_number(kMaxMass) + "] kg",
                               format_number(m));
-    if (!inside(params.bounds, d.position.x, d.position.y, d.radius))
-      return {StatusCode::kOutOfRange, at + "position: body of radius " + format_number(d.radius) + " at " +
-                                           format_vec(d.position) + " is not inside the box " +
-                                           format_vec(params.bounds.min) + " - " + format_vec(params.bounds.max)};
+    if (const char* axis = outside_axis(params.bounds, d.position.x, d.position.y, d.radius))
+      return {StatusCode::kOutOfRange, join_path("position", axis),
+              "body of radius " + format_number(d.radius) + " at " + format_vec(d.position) +
+                  " is not inside the box " + format_vec(params.bounds.min) + " - " + format_vec(params.bounds.max)};
     if (d.id != kAutoId && d.id > kMaxBodyId)
-      return invalid_argument(at + "id", "must be <= " + std::to_string(kMaxBodyId), std::to_string(d.id));
+      return invalid_argument("id", "must be <= " + std::to_string(kMaxBodyId), std::to_string(d.id));
     if (d.id != kAutoId && id_used(d.id))
-      return {StatusCode::kAlreadyExists, at + "id: " + std::to_string(d.id) + " is in use or was used before"};
+      return {StatusCode::kAlreadyExists, "id", std::to_string(d.id) + " is in use or was used before"};
     return {};
   }
 
@@ -453,10 +466,10 @@ Status World::set_params(const Params& p) {
     const auto& b = s_->bodies;
     for (std::size_t i = 0; i < b.size(); ++i) {
       if (!detail::inside(p.bounds, b.x[i], b.y[i], b.r[i]))
-        return {StatusCode::kOutOfRange, "bounds: body " + std::to_string(b.id[i]) + " at " +
-                                             format_vec({b.x[i], b.y[i]}) + " with radius " + format_number(b.r[i]) +
-                                             " would be outside " + format_vec(p.bounds.min) + " - " +
-                                             format_vec(p.bounds.max)};
+        return {StatusCode::kOutOfRange, "bounds",
+                "body " + std::to_string(b.id[i]) + " at " + format_vec({b.x[i], b.y[i]}) + " with radius " +
+                    format_number(b.r[i]) + " would be outside " + format_vec(p.bounds.min) + " - " +
+                    format_vec(p.bounds.max)};
     }
   }
   if (p.bounds.walled != s_->params.bounds.walled || p.bounds.min != s_->params.bounds.min ||
@@ -477,27 +490,37 @@ Status World::add_body(const BodyDesc& desc, BodyId* id_out) {
   std::vector<BodyId> ids;
   Status st = add_bodies(std::span<const BodyDesc>(&desc, 1), &ids);
   if (st.ok() && id_out) *id_out = ids.front();
+  // One body: its own fields ("radius"), not bodies[0]'s.
+  if (st.index()) return {st.code(), st.item_field(), st.reason()};
   return st;
 }
 
 Status World::add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* ids_out) {
   auto& s = *s_;
   if (s.bodies.size() + descs.size() > s.config.max_bodies)
-    return {StatusCode::kResourceExhausted, "bodies: adding " + std::to_string(descs.size()) + " to " +
-                                                std::to_string(s.bodies.size()) + " would exceed max_bodies " +
-                                                std::to_string(s.config.max_bodies)};
+    return {StatusCode::kResourceExhausted, "bodies",
+            "adding " + std::to_string(descs.size()) + " to " + std::to_string(s.bodies.size()) +
+                " would exceed max_bodies " + std::to_string(s.config.max_bodies)};
   // Validate everything, including ids repeated within this batch, first.
   std::vector<BodyId> ids(descs.size());
   BodyId next = s.next_id;
   std::vector<BodyId> explicit_ids;
   for (std::size_t k = 0; k < descs.size(); ++k) {
-    const std::string at = descs.size() == 1 ? std::string() : "bodies[" + std::to_string(k) + "].";
-    if (Status st = s.check_body(descs[k], at); !st.ok()) return st;
+    if (Status st = s.check_body(descs[k]); !st.ok()) return st.in_batch("bodies", k);
     if (descs[k].id != kAutoId) explicit_ids.push_back(descs[k].id);
   }
   std::sort(explicit_ids.begin(), explicit_ids.end());
-  if (auto dup = std::adjacent_find(explicit_ids.begin(), explicit_ids.end()); dup != explicit_ids.end())
-    return {StatusCode::kAlreadyExists, "bodies: id " + std::to_string(*dup) + " appears twice"};
+  if (auto dup = std::adjacent_find(explicit_ids.begin(), explicit_ids.end()); dup != explicit_ids.end()) {
+    // Named at its second place in the batch.
+    std::size_t k = 0;
+    for (bool seen = false; k < descs.size(); ++k) {
+      if (descs[k].id != *dup) continue;
+      if (seen) break;
+      seen = true;
+    }
+    return Status{StatusCode::kAlreadyExists, "id", std::to_string(*dup) + " appears twice in the batch"}.in_batch(
+        "bodies", k);
+  }
   const BodyId max_explicit = explicit_ids.empty() ? 0 : explicit_ids.back();
   next = std::max(next, static_cast<BodyId>(max_explicit + 1));
   for (std::size_t k = 0; k < descs.size(); ++k) {
@@ -505,7 +528,9 @@ Status World::add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* i
       ids[k] = descs[k].id;
     } else {
       if (next > kMaxBodyId || next == 0)
-        return {StatusCode::kResourceExhausted, "id: the world has used every id up to " + std::to_string(kMaxBodyId)};
+        return Status{StatusCode::kResourceExhausted, "id",
+                      "the world has used every id up to " + std::to_string(kMaxBodyId)}
+            .in_batch("bodies", k);
       ids[k] = next++;
     }
   }
@@ -540,7 +565,11 @@ Status World::add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* i
   return {};
 }
 
-Status World::remove_body(BodyId id) { return remove_bodies(std::span<const BodyId>(&id, 1)); }
+Status World::remove_body(BodyId id) {
+  const Status st = remove_bodies(std::span<const BodyId>(&id, 1));
+  if (st.index()) return {st.code(), "id", st.reason()};
+  return st;
+}
 
 Status World::remove_bodies(std::span<const BodyId> ids) {
   auto& s = *s_;
@@ -549,13 +578,9 @@ Status World::remove_bodies(std::span<const BodyId> ids) {
   for (std::size_t k = 0; k < ids.size(); ++k) {
     const std::size_t i = b.find(ids[k]);
     if (i == detail::kNotFound)
-      return {StatusCode::kNotFound,
-              (ids.size() == 1 ? std::string("id") : "ids[" + std::to_string(k) + "]") + ": no body with id " +
-                  std::to_string(ids[k])};
+      return Status{StatusCode::kNotFound, "", "no body with id " + std::to_string(ids[k])}.in_batch("ids", k);
     // As a spawn refuses an id twice, so does a removal.
-    if (gone[i])
-      return invalid_argument("ids[" + std::to_string(k) + "]", "each id at most once",
-                              std::to_string(ids[k]) + " again");
+    if (gone[i]) return invalid_argument("", "each id at most once", std::to_string(ids[k]) + " again").in_batch("ids", k);
     gone[i] = 1;
   }
   std::vector<BodyId> removed;
@@ -582,14 +607,11 @@ void World::clear() {
 Status World::set_position(BodyId id, Vec2 pos) {
   auto& s = *s_;
   const std::size_t i = s.bodies.find(id);
-  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
-  if (!finite(pos)) return invalid_argument("position", "must be finite", format_vec(pos));
-  if (!within(pos, kMaxCoordinate))
-    return invalid_argument("position", "components must be within +-" + format_number(kMaxCoordinate),
-                            format_vec(pos));
-  if (!detail::inside(s.params.bounds, pos.x, pos.y, s.bodies.r[i]))
-    return {StatusCode::kOutOfRange,
-            "position: " + format_vec(pos) + " puts body " + std::to_string(id) + " outside the box"};
+  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id", "no body with id " + std::to_string(id)};
+  if (Status st = detail::check_components("position", pos, kMaxCoordinate); !st.ok()) return st;
+  if (const char* axis = detail::outside_axis(s.params.bounds, pos.x, pos.y, s.bodies.r[i]))
+    return {StatusCode::kOutOfRange, join_path("position", axis),
+            format_vec(pos) + " puts body " + std::to_string(id) + " outside the box"};
   s.bodies.x[i] = pos.x;
   s.bodies.y[i] = pos.y;
   s.positions_edited();
@@ -599,10 +621,8 @@ Status World::set_position(BodyId id, Vec2 pos) {
 Status World::set_velocity(BodyId id, Vec2 vel) {
   auto& s = *s_;
   const std::size_t i = s.bodies.find(id);
-  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
-  if (!finite(vel)) return invalid_argument("velocity", "must be finite", format_vec(vel));
-  if (!within(vel, kMaxSpeed))
-    return invalid_argument("velocity", "components must be within +-" + format_number(kMaxSpeed), format_vec(vel));
+  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id", "no body with id " + std::to_string(id)};
+  if (Status st = detail::check_components("velocity", vel, kMaxSpeed); !st.ok()) return st;
   s.bodies.vx[i] = vel.x;
   s.bodies.vy[i] = vel.y;
   s.velocities_edited();
@@ -612,7 +632,7 @@ Status World::set_velocity(BodyId id, Vec2 vel) {
 Status World::apply_impulse(BodyId id, Vec2 impulse) {
   auto& s = *s_;
   const std::size_t i = s.bodies.find(id);
-  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
+  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id", "no body with id " + std::to_string(id)};
   if (!finite(impulse)) return invalid_argument("impulse", "must be finite", format_vec(impulse));
   const Vec2 v{s.bodies.vx[i] + impulse.x / s.bodies.m[i], s.bodies.vy[i] + impulse.y / s.bodies.m[i]};
   if (!finite(v) || !within(v, kMaxSpeed))
@@ -628,7 +648,7 @@ Status World::apply_impulse(BodyId id, Vec2 impulse) {
 Status World::body(BodyId id, BodyState* out) const {
   const auto& b = s_->bodies;
   const std::size_t i = b.find(id);
-  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id: no body with id " + std::to_string(id)};
+  if (i == detail::kNotFound) return {StatusCode::kNotFound, "id", "no body with id " + std::to_string(id)};
   *out = {b.id[i], {b.x[i], b.y[i]}, {b.vx[i], b.vy[i]}, b.r[i], b.m[i]};
   return {};
 }
@@ -643,11 +663,11 @@ Status World::reserve_ids(BodyId next_id, std::span<const BodyId> retired) {
   if (next_id == kAutoId) return invalid_argument("next_id", "must be >= 1", "0");
   for (std::size_t k = 0; k < retired.size(); ++k) {
     const BodyId id = retired[k];
-    const std::string at = "retired[" + std::to_string(k) + "]";
     if (id == kAutoId || id > kMaxBodyId)
-      return invalid_argument(at, "must be in [1, " + std::to_string(kMaxBodyId) + "]", std::to_string(id));
+      return invalid_argument("", "must be in [1, " + std::to_string(kMaxBodyId) + "]", std::to_string(id))
+          .in_batch("retired", k);
     if (s.bodies.find(id) != detail::kNotFound)
-      return invalid_argument(at, "must not be a live body", std::to_string(id));
+      return invalid_argument("", "must not be a live body", std::to_string(id)).in_batch("retired", k);
   }
   std::vector<BodyId> merged(s.retired);
   merged.insert(merged.end(), retired.begin(), retired.end());
@@ -674,21 +694,22 @@ Status World::restore_solver_state(const SolverState& state) {
   const auto& b = s.bodies;
   if (!(std::isfinite(state.time) && state.time >= 0.0))
     return invalid_argument("solver.time", "must be finite and >= 0 (s)", format_number(state.time));
-  auto unknown = [](const std::string& at, BodyId id) {
-    return Status{StatusCode::kNotFound, at + ": no body with id " + std::to_string(id)};
+  auto unknown = [](const char* field, BodyId id) {
+    return Status{StatusCode::kNotFound, field, "no body with id " + std::to_string(id)};
   };
   detail::WarmByIds warm;
   warm.reserve(state.warm.size());
   for (std::size_t k = 0; k < state.warm.size(); ++k) {
     const WarmStart& w = state.warm[k];
-    const std::string at = "solver.warm[" + std::to_string(k) + "]";
-    if (b.find(w.a) == detail::kNotFound) return unknown(at + ".a", w.a);
-    if (b.find(w.b) == detail::kNotFound) return unknown(at + ".b", w.b);
+    if (b.find(w.a) == detail::kNotFound) return unknown("a", w.a).in_batch("solver.warm", k);
+    if (b.find(w.b) == detail::kNotFound) return unknown("b", w.b).in_batch("solver.warm", k);
     if (!(w.a < w.b))
-      return invalid_argument(at, "a must be the lower id", "a " + std::to_string(w.a) + ", b " + std::to_string(w.b));
+      return invalid_argument("", "a must be the lower id", "a " + std::to_string(w.a) + ", b " + std::to_string(w.b))
+          .in_batch("solver.warm", k);
     if (!(std::isfinite(w.value) && w.value >= 0.0 && w.value <= 2.0 * kMaxSpeed))
-      return invalid_argument(at + ".value", "must be finite and in [0, " + format_number(2.0 * kMaxSpeed) + "] (m/s)",
-                              format_number(w.value));
+      return invalid_argument("value", "must be finite and in [0, " + format_number(2.0 * kMaxSpeed) + "] (m/s)",
+                              format_number(w.value))
+          .in_batch("solver.warm", k);
     warm.emplace_back(std::uint64_t{w.a} << 32 | w.b, w.value);
   }
   std::sort(warm.begin(), warm.end());
@@ -699,10 +720,10 @@ Status World::restore_solver_state(const SolverState& state) {
           "(" + std::to_string(warm[k].first >> 32) + ", " + std::to_string(warm[k].first & 0xFFFFFFFFu) + ") twice");
   const bool anchored = !state.anchor_x.empty() || !state.anchor_y.empty();
   if (anchored) {
-    if (state.anchor_x.size() != b.size() || state.anchor_y.size() != b.size())
-      return invalid_argument("solver.anchor_x, anchor_y",
-                              "must hold one value per body (" + std::to_string(b.size()) + ")",
-                              std::to_string(state.anchor_x.size()) + " and " + std::to_string(state.anchor_y.size()));
+    for (const auto& [field, v] : {std::pair{"solver.anchor_x", &state.anchor_x}, std::pair{"solver.anchor_y", &state.anchor_y}})
+      if (v->size() != b.size())
+        return invalid_argument(field, "must hold one value per body (" + std::to_string(b.size()) + ")",
+                                std::to_string(v->size()));
     for (std::size_t k = 0; k < b.size(); ++k) {
       for (const auto* v : {&state.anchor_x, &state.anchor_y}) {
         const double a = (*v)[k];
@@ -721,13 +742,14 @@ Status World::restore_solver_state(const SolverState& state) {
   entries.reserve(state.walls.size());
   for (std::size_t k = 0; k < state.walls.size(); ++k) {
     const WallTouch& w = state.walls[k];
-    const std::string at = "solver.walls[" + std::to_string(k) + "]";
     const std::size_t i = b.find(w.id);
-    if (i == detail::kNotFound) return unknown(at + ".id", w.id);
-    if (w.bits < 1 || w.bits > 15) return invalid_argument(at + ".bits", "must be in [1, 15]", std::to_string(w.bits));
+    if (i == detail::kNotFound) return unknown("id", w.id).in_batch("solver.walls", k);
+    if (w.bits < 1 || w.bits > 15)
+      return invalid_argument("bits", "must be in [1, 15]", std::to_string(w.bits)).in_batch("solver.walls", k);
     if (!(std::isfinite(w.value) && w.value >= 0.0 && w.value <= 2.0 * kMaxSpeed))
-      return invalid_argument(at + ".value", "must be finite and in [0, " + format_number(2.0 * kMaxSpeed) + "] (m/s)",
-                              format_number(w.value));
+      return invalid_argument("value", "must be finite and in [0, " + format_number(2.0 * kMaxSpeed) + "] (m/s)",
+                              format_number(w.value))
+          .in_batch("solver.walls", k);
     for (std::uint32_t wall = 0; wall < 4; ++wall)
       if (w.bits & (1u << wall)) entries.emplace_back(static_cast<std::uint32_t>(i) << 2 | wall, w.value);
   }

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <string>
+#include <utility>
 
 #include "carom/status.hpp"
 #include "carom/vec2.hpp"
@@ -23,9 +24,10 @@ inline std::string format_vec(Vec2 v) {
   return out.append(format_number(v.x)).append(", ").append(format_number(v.y)).append(")");
 }
 
-/// kInvalidArgument with the house message "FIELD: RULE, got VALUE".
-inline Status invalid_argument(const std::string& field, const std::string& rule, const std::string& got) {
-  return {StatusCode::kInvalidArgument, field + ": " + rule + ", got " + got};
+/// kInvalidArgument of the field at `field` (a path, "" for the item of a
+/// batch as a whole) with the house reason "RULE, got VALUE".
+inline Status invalid_argument(std::string field, const std::string& rule, const std::string& got) {
+  return {StatusCode::kInvalidArgument, std::move(field), rule + ", got " + got};
 }
 
 }  // namespace carom

@@ -39,14 +39,18 @@ class World {
   const Params& params() const;
   const WorldConfig& config() const;
 
-  /// Adds one body. On success writes the id to *id_out (if given).
+  /// Adds one body. On success writes the id to *id_out (if given). A
+  /// refusal names the BodyDesc's field ("radius", "position.x").
   Status add_body(const BodyDesc& desc, BodyId* id_out = nullptr);
-  /// Adds all bodies or none. Messages name the index: "bodies[12].radius: ...".
+  /// Adds all bodies or none. A refusal of one body carries its index in the
+  /// batch (Status::index(), batch "bodies", field "bodies[12].radius"); one
+  /// of the batch as a whole names "bodies".
   Status add_bodies(std::span<const BodyDesc> descs, std::vector<BodyId>* ids_out = nullptr);
   /// Removes one body; kNotFound if unknown.
   Status remove_body(BodyId id);
   /// Removes all the listed bodies or, if any id is unknown
-  /// (kNotFound) or listed twice (kInvalidArgument), none.
+  /// (kNotFound) or listed twice (kInvalidArgument), none; the refusal
+  /// carries the id's index (batch "ids", field "ids[2]").
   Status remove_bodies(std::span<const BodyId> ids);
   /// Removes every body. Ids are still never reused.
   void clear();
@@ -74,7 +78,8 @@ class World {
   /// added: every id in `retired` (1..kMaxBodyId, not a live body) is never
   /// handed out or accepted again, and the next auto id becomes at least
   /// `next_id` (and above every retired id). kInvalidArgument naming
-  /// "retired[3]" or "next_id"; the world is unchanged on error.
+  /// "retired[3]" (batch "retired") or "next_id"; the world is unchanged on
+  /// error.
   Status reserve_ids(BodyId next_id, std::span<const BodyId> retired);
 
   /// The hidden solver state (step count, time, warm starts of resting
@@ -87,7 +92,8 @@ class World {
   /// produced `state` (call it after adding the bodies: adding or removing
   /// bodies afterwards drops warm starts and moving them drops wall touches,
   /// as for the original). Fails (world unchanged) when an id is not a live
-  /// body (kNotFound, "solver.warm[3].a"), a pair is not lower id first or
+  /// body (kNotFound, "solver.warm[3].a": batch "solver.warm" or
+  /// "solver.walls", item field "a"), a pair is not lower id first or
   /// appears twice, a value is not finite and >= 0, or wall bits are not in
   /// 1..15 (kInvalidArgument).
   Status restore_solver_state(const SolverState& state);
