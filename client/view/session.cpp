@@ -110,8 +110,10 @@ void Session::refresh_hud(std::int64_t now_ns) {
     std::snprintf(ke, sizeof ke, "%.4g", s.stats().kinetic_energy());
     line = "tick " + std::to_string(s.tick()) + " · " + std::to_string(bodies_.size()) + " bodies · " +
            fixed(fps, 1) + " fps · " + fixed(status_.snapshots_per_s, 0) + " snap/s · " +
-           fixed(status_.kbytes_per_s, 0) + " kB/s · " + fixed(status_.bytes_per_body, 2) + " B/body · step " + fixed(s.stats().step_seconds() * 1e3, 2) +
-           " ms · KE " + ke + " J · " + (!status_.connected ? "disconnected" : s.paused() ? "paused" : "running");
+           fixed(status_.kbytes_per_s, 0) + " kB/s · step " + fixed(s.stats().step_seconds() * 1e3, 2) +
+           " ms · KE " + ke + " J · " + (!status_.connected ? "disconnected" : s.paused() ? "paused" : "running") +
+           // After the state: a narrow terminal cuts the line's end.
+           " · " + fixed(status_.bytes_per_body, 2) + " B/body";
   } else {
     line = "no world yet · " + fixed(fps, 1) + " fps";
   }
