@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,10 @@ struct SnapshotCapture {
   /// exactly these bits, the snapshot sends them as floats.
   std::vector<std::uint32_t> id;
   std::vector<double> x, y, vx, vy, radius, mass;
+  /// The state hash to send, when the bodies are not the world's own (a
+  /// relay's are the upstream's quantized ones, which would hash otherwise);
+  /// unset: hash_bodies of this capture.
+  std::optional<std::uint64_t> state_hash;
   /// The compact variants wanted, each with the chain key its sessions ask
   /// for (a compact variant's frames are made per key, not in `needed`).
   std::vector<std::pair<int, CompactKey>> compact;
