@@ -26,6 +26,7 @@
 
 #include "carom/client/connection.hpp"
 #include "convert.hpp"
+#include "relay.hpp"
 #include "server.hpp"
 
 namespace carom::bench {
@@ -159,6 +160,22 @@ int run_net_bench(const NetBenchOptions& o) {
     return 2;
   }
   const client::Address address{"127.0.0.1", server.port()};
+  // --relays: the server serves the relays only; viewer i watches relay i % K.
+  std::vector<std::unique_ptr<relay::Relay>> relays;
+  std::vector<client::Address> viewer_addresses{address};
+  for (int k = 0; k < o.relays; ++k) {
+    relay::RelayOptions ro;
+    ro.serve.port = 0;
+    ro.serve.max_clients = static_cast<std::uint32_t>(o.viewers + 8);
+    ro.upstream = address;
+    relays.push_back(std::make_unique<relay::Relay>(ro));
+    if (Status s = relays.back()->start(); !s.ok()) {
+      std::cerr << "carom-bench: relay: " << s.message() << "\n";
+      return 2;
+    }
+    if (k == 0) viewer_addresses.clear();
+    viewer_addresses.push_back({"127.0.0.1", relays.back()->port()});
+  }
   client::Connection ctl;
   v1::Hello hello;
   hello.set_role(v1::ROLE_CONTROLLER);
@@ -191,7 +208,7 @@ int run_net_bench(const NetBenchOptions& o) {
       if (o.velocities) h.mutable_wishes()->set_velocities(true);
       if (o.events) h.mutable_wishes()->set_events(true);
       Received& got = received[static_cast<std::size_t>(i)];
-      if (!v.connect(address, h)) {
+      if (!v.connect(viewer_addresses[static_cast<std::size_t>(i) % viewer_addresses.size()], h)) {
         ++failed;
         ++ready;
         return;
@@ -229,10 +246,18 @@ int run_net_bench(const NetBenchOptions& o) {
     std::lock_guard lock(mutex);  // nothing yet: the viewers merge at the end
   }
   const std::uint64_t ctl_bytes0 = ctl.bytes_received();
+  auto relays_received = [&relays] {
+    std::uint64_t n = 0;
+    for (const auto& r : relays) n += r->upstream_bytes();
+    return n;
+  };
+  const std::uint64_t relay_bytes0 = relays_received();
   const bool ok = measure(ctl, o.seconds, received, &watched);
   const std::uint64_t ctl_bytes = ctl.bytes_received() - ctl_bytes0;
+  const std::uint64_t relay_bytes = relays_received() - relay_bytes0;
   stop = true;
   for (auto& t : threads) t.join();
+  relays.clear();
   server.stop("benchmark over");
   if (!ok) return 2;
 
@@ -256,8 +281,9 @@ int run_net_bench(const NetBenchOptions& o) {
     }
   }
   // Every byte the server sent in the window went to a connection of ours
-  // (loopback loses none): the viewers' and the controller's receipts.
-  const std::uint64_t server_sent = total.bytes + ctl_bytes;
+  // (loopback loses none): the viewers' (with --relays, the relays') and the
+  // controller's receipts.
+  const std::uint64_t server_sent = (relays.empty() ? total.bytes : relay_bytes) + ctl_bytes;
   const bool compact = o.compact && o.body_tables;
 
   nlohmann::ordered_json j;
@@ -266,6 +292,7 @@ int run_net_bench(const NetBenchOptions& o) {
   j["settle_steps"] = o.settle;
   j["viewers"] = o.viewers;
   j["viewers_failed"] = failed.load();
+  j["relays"] = o.relays;
   j["tick_hz"] = o.tick_hz;
   j["body_tables"] = o.body_tables;
   j["compact"] = compact;

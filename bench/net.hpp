@@ -22,6 +22,7 @@ struct NetBenchOptions {
   bool velocities = false;  ///< viewers ask for velocities
   bool events = false;      ///< viewers ask for collision events (as carom-view does)
   std::uint64_t settle = 0; ///< steps the world takes (paused, as fast as it can) before measuring
+  int relays = 0;           ///< viewers spread over this many relays, each a viewer of the server (0: none)
   bool json = false;
 };
 

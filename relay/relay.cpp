@@ -82,6 +82,7 @@ struct Relay::Impl {
   std::vector<std::thread> io_threads;
   std::thread upstream_thread;
   std::atomic<bool> stopping{false};
+  std::atomic<std::uint64_t> upstream_bytes{0};
   std::mutex wait_mutex;  // for the backoff sleep, cut short by stop()
   std::condition_variable wait_cv;
 
@@ -210,7 +211,9 @@ void Relay::Impl::run_upstream() {
       backoff = std::min(2 * backoff, options.reconnect_max_s);
       continue;
     }
-    if (upstream.receive(&m, kPollSeconds)) {
+    const bool received = upstream.receive(&m, kPollSeconds);
+    upstream_bytes.store(upstream.bytes_received(), std::memory_order_relaxed);
+    if (received) {
       last_heard = Clock::now();
       on_message(m);
     } else if (!upstream.connected()) {
@@ -372,6 +375,8 @@ Status Relay::start() {
 }
 
 std::uint16_t Relay::port() const { return impl_->port; }
+
+std::uint64_t Relay::upstream_bytes() const { return impl_->upstream_bytes.load(std::memory_order_relaxed); }
 
 void Relay::stop(const std::string& reason) {
   Impl& r = *impl_;

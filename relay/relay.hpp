@@ -41,6 +41,9 @@ class Relay {
   Status start();
   /// The port actually bound (useful with port 0). After start().
   std::uint16_t port() const;
+  /// Bytes received from the upstream so far, over every connection to it
+  /// (what the upstream sent this relay). Any thread.
+  std::uint64_t upstream_bytes() const;
   /// Goodbye to every viewer, then joins every thread. Thread-safe and
   /// idempotent; blocks until done.
   void stop(const std::string& reason);
