@@ -18,6 +18,7 @@
 int main(int argc, char** argv) {
   carom::relay::RelayOptions r;
   carom::server::ServerOptions& o = r.serve;
+  o.port = 7879;  // next to a carom-server on its default 7878
   std::string upstream, port_file;
   CLI::App app{"carom-relay: serves one carom-server's (or relay's) stream to many viewers (protocol v1)"};
   app.option_defaults()->always_capture_default();

@@ -124,7 +124,7 @@ Status Relay::Impl::listen() {
   if (ec) return {StatusCode::kInvalidArgument, "--bind " + o.bind + ": not an IP address"};
   if (!address.is_loopback() && o.token.empty() && !o.insecure) {
     return {StatusCode::kInvalidArgument,
-            "--bind " + o.bind + " is not loopback and no token is set: set --token (or CAROM_TOKEN), or pass --insecure"};
+            "--bind " + o.bind + " is not loopback and no token is set: set --token (or CAROM_RELAY_TOKEN), or pass --insecure"};
   }
   if (const auto listen_ec = listener->listen(tcp::endpoint(address, o.port))) {
     return {StatusCode::kInvalidArgument,
