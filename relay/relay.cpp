@@ -146,13 +146,25 @@ bool Relay::Impl::connect_upstream() {
   // a connection's wishes are fixed by its Hello.
   hello.mutable_wishes()->set_velocities(true);
   hello.mutable_wishes()->set_events(true);
+  hello.set_role(v1::ROLE_VIEWER);
+  bool connected = false;
   if (!options.upstream_token.empty()) {
-    hello.set_role(v1::ROLE_CONTROLLER);
-    hello.set_token(options.upstream_token);
+    v1::Hello control = hello;
+    control.set_role(v1::ROLE_CONTROLLER);
+    control.set_token(options.upstream_token);
+    connected = upstream.connect(options.upstream, control);
+    // A token the upstream does not take must not cost the viewers their
+    // stream: they get it as a viewer's, and commands are refused upstream.
+    if (!connected && (upstream.error().find("UNAUTHENTICATED") != std::string::npos ||
+                       upstream.error().find("PERMISSION_DENIED") != std::string::npos)) {
+      spdlog::error("upstream {} refused control ({}): relaying as a viewer, commands will be refused there",
+                    address_name(options.upstream), upstream.error());
+      connected = upstream.connect(options.upstream, hello);
+    }
   } else {
-    hello.set_role(v1::ROLE_VIEWER);
+    connected = upstream.connect(options.upstream, hello);
   }
-  if (!upstream.connect(options.upstream, hello)) return false;
+  if (!connected) return false;
   // A dead upstream host is noticed within seconds, as the server notices
   // its clients (session.cpp).
   const int fd = upstream.native_handle();
@@ -162,10 +174,6 @@ bool Relay::Impl::connect_upstream() {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
   const v1::Welcome& w = upstream.welcome();
-  if (!options.upstream_token.empty() && !w.control()) {
-    spdlog::warn("upstream {} did not grant control: commands will be refused there",
-                 address_name(options.upstream));
-  }
   public_state.params = w.params();
   public_state.tick_hz = w.tick_hz();
   public_state.tick = w.tick();

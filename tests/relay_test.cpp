@@ -218,5 +218,23 @@ TEST(Relay, ControlNeedsTheRelaysTokenAndReachesTheServer) {
   EXPECT_TRUE(seen);
 }
 
+TEST(Relay, AnUpstreamTokenTheServerRefusesStillRelaysTheStream) {
+  Process s = server({"--token", "server-secret"});
+  ASSERT_NE(s.port(), 0) << s.log();
+  Process r = relay(s.address(), {"--token", "relay-secret", "--upstream-token", "not-the-servers"});
+  ASSERT_NE(r.port(), 0) << r.log();
+  client::Connection v = viewer(r.port());
+  std::map<std::uint64_t, Seen> seen;
+  collect(v, 1.0, &seen);
+  EXPECT_GT(seen.size(), 10u) << r.log();
+  // Control is taken here, and refused upstream: the relay is a viewer there.
+  client::Connection ctl;
+  ASSERT_TRUE(control(r.port(), "relay-secret", &ctl)) << ctl.error();
+  v1::CommandResult result;
+  ASSERT_TRUE(ctl.call(spawn_one(30), &result)) << ctl.error();
+  EXPECT_EQ(result.code(), v1::PERMISSION_DENIED) << result.message();
+  EXPECT_NE(r.log().find("refused control"), std::string::npos) << r.log();
+}
+
 }  // namespace
 }  // namespace carom
