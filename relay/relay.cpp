@@ -1,6 +1,7 @@
 // Relay: the composition, as server.cpp's, with the simulation and snapshot
 // threads replaced by one upstream thread. Reads: the upstream's messages (a
-// blocking carom::client::Connection, compact stream, velocities and events)
+// blocking carom::client::Connection, compact stream with velocities, and
+// events while a viewer here wants them)
 // and the hub's command queue. Writes: each upstream snapshot, decoded, as a
 // SnapshotCapture that SnapshotEncoder encodes for the downstream variants
 // exactly as the server does (the state hash and stats are the upstream's,
@@ -57,6 +58,11 @@ constexpr std::chrono::seconds kHeartbeatPeriod{1};
 // An upstream that sends nothing for this long is taken for dead (a running
 // server sends snapshots, a paused one a heartbeat a second).
 constexpr std::chrono::seconds kUpstreamSilence{10};
+// Events are asked for upstream while some viewer here wants them, and
+// dropped this long after the last one left (each change is a reconnection).
+constexpr std::chrono::seconds kEventsLinger{10};
+// How often the upstream thread looks at what the viewers want.
+constexpr std::chrono::milliseconds kWishesPeriod{100};
 
 std::string address_name(const client::Address& a) { return a.host + ":" + std::to_string(a.port); }
 
@@ -103,6 +109,8 @@ struct Relay::Impl {
   bool have_capture = false;
   server::PublicState public_state;
   Clock::time_point last_heard{}, last_stream{};
+  bool upstream_events = false;  // the current connection's events wish
+  Clock::time_point events_wanted_at{}, wishes_checked_at{};
 
   Status listen();
   void run_upstream();
@@ -114,6 +122,8 @@ struct Relay::Impl {
   void forward_commands();
   void heartbeat();
   void serve_while_away();  // commands, joins and heartbeats while the upstream is away
+  bool events_wanted();     // some viewer wants events, or did less than kEventsLinger ago
+  bool events_mismatch();   // events_wanted() differs from the connection's wish (checked every kWishesPeriod)
   void sleep_for(double seconds);
 };
 
@@ -142,10 +152,12 @@ void Relay::Impl::sleep_for(double seconds) {
 bool Relay::Impl::connect_upstream() {
   v1::Hello hello;
   hello.set_client_name("carom-relay");
-  // Velocities and events always: some viewer downstream may want them, and
-  // a connection's wishes are fixed by its Hello.
+  // Velocities always: a viewer that asks for them must never get zeros
+  // while the connection changes. Events, the bulk of a busy world's bytes,
+  // only while some viewer here wants them (events_mismatch).
+  upstream_events = events_wanted();
   hello.mutable_wishes()->set_velocities(true);
-  hello.mutable_wishes()->set_events(true);
+  hello.mutable_wishes()->set_events(upstream_events);
   hello.set_role(v1::ROLE_VIEWER);
   bool connected = false;
   if (!options.upstream_token.empty()) {
@@ -232,6 +244,14 @@ void Relay::Impl::run_upstream() {
       continue;
     }
     forward_commands();
+    // A connection's wishes are fixed by its Hello: a new one, at once, once
+    // no command waits for its result on this one.
+    if (forwarded.empty() && events_mismatch()) {
+      spdlog::info("upstream {}: reconnecting {} events", address_name(options.upstream),
+                   upstream_events ? "without" : "with");
+      upstream.close();
+      continue;
+    }
     // A viewer that joined while the world is paused gets the current tick
     // now, as from the server (the upstream would send it nothing new).
     if (hub.take_resend() && have_capture && capture.paused) publish();
@@ -243,6 +263,19 @@ void Relay::Impl::serve_while_away() {
   // A viewer that joins meanwhile sees the last snapshot there was.
   if (hub.take_resend() && have_capture) publish();
   if (Clock::now() - last_stream >= kHeartbeatPeriod) heartbeat();
+}
+
+bool Relay::Impl::events_wanted() {
+  const auto now = Clock::now();
+  if ((hub.needed_variants() & server::kEventVariants) != 0) events_wanted_at = now;
+  return events_wanted_at != Clock::time_point{} && now - events_wanted_at < kEventsLinger;
+}
+
+bool Relay::Impl::events_mismatch() {
+  const auto now = Clock::now();
+  if (now - wishes_checked_at < kWishesPeriod) return false;
+  wishes_checked_at = now;
+  return events_wanted() != upstream_events;
 }
 
 void Relay::Impl::on_message(v1::ServerMessage& m) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -99,6 +100,63 @@ TEST(Relay, TwoChainedRelaysShowTheDirectViewersHashesTickForTick) {
   }
   EXPECT_GT(common, 20) << a.size() << " direct, " << b.size() << " relayed snapshots";
   EXPECT_GT(b.size(), 30u);
+}
+
+// Events: (a, b, point) of each event in a snapshot, by tick.
+using Events = std::map<std::uint64_t, std::vector<std::tuple<std::uint32_t, std::uint32_t, float, float>>>;
+
+void collect_events(client::Connection& c, double seconds, Events* out) {
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  v1::ServerMessage m;
+  while (Clock::now() < end) {
+    ASSERT_TRUE(c.receive(&m, 5.0)) << c.error();
+    if (!m.has_snapshot()) continue;
+    auto& events = (*out)[m.snapshot().tick()];
+    events.clear();
+    for (const v1::CollisionEvent& e : m.snapshot().events())
+      events.emplace_back(e.a(), e.b(), e.point().x(), e.point().y());
+  }
+}
+
+client::Connection event_viewer(std::uint16_t port) {
+  client::Connection c;
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_VIEWER);
+  hello.mutable_wishes()->set_events(true);
+  EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
+  return c;
+}
+
+TEST(Relay, AViewerWantingEventsGetsTheServersEvents) {
+  Process s = server();
+  ASSERT_NE(s.port(), 0) << s.log();
+  Process r = relay(s.address());
+  ASSERT_NE(r.port(), 0) << r.log();
+  // The relay asks for events upstream once a viewer here wants them.
+  client::Connection relayed = event_viewer(r.port());
+  v1::ServerMessage m;
+  bool events = false;
+  for (const auto end = Clock::now() + std::chrono::seconds(10); !events && Clock::now() < end;) {
+    ASSERT_TRUE(relayed.receive(&m, 5.0)) << relayed.error();
+    events = m.has_snapshot() && m.snapshot().events_size() > 0;
+  }
+  ASSERT_TRUE(events) << r.log();
+  client::Connection direct = event_viewer(s.port());
+  Events a, b;
+  for (int round = 0; round < 20; ++round) {
+    collect_events(direct, 0.05, &a);
+    collect_events(relayed, 0.05, &b);
+  }
+  int common = 0, with_events = 0;
+  for (const auto& [tick, list] : b) {
+    const auto it = a.find(tick);
+    if (it == a.end()) continue;
+    ++common;
+    with_events += list.empty() ? 0 : 1;
+    EXPECT_EQ(list, it->second) << "tick " << tick;
+  }
+  EXPECT_GT(common, 20);
+  EXPECT_GT(with_events, 5);
 }
 
 TEST(Relay, ViewersStayThroughAnUpstreamRestartAndResume) {
