@@ -352,6 +352,10 @@ void Relay::Impl::on_snapshot(v1::Snapshot& s) {
   hub.set_public(public_state);
   (void)hub.take_resend();  // this snapshot answers a join too
   publish();
+  // The events were this snapshot's: a re-send of the capture (a viewer
+  // joining while paused) carries none, as the server's re-send does not.
+  c.events.clear();
+  c.events_dropped = 0;
 }
 
 void Relay::Impl::publish() {

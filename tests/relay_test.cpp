@@ -205,6 +205,41 @@ TEST(Relay, ViewersStayThroughAnUpstreamRestartAndResume) {
   EXPECT_GT(common, 5);
 }
 
+TEST(Relay, AViewerJoiningWhilePausedGetsTheCurrentTick) {
+  Process s = server();
+  ASSERT_NE(s.port(), 0) << s.log();
+  client::Connection ctl;
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_CONTROLLER);
+  ASSERT_TRUE(ctl.connect({"127.0.0.1", s.port()}, hello)) << ctl.error();
+  v1::Command pause;
+  pause.mutable_pause();
+  v1::CommandResult result;
+  ASSERT_TRUE(ctl.call(pause, &result)) << ctl.error();
+  ASSERT_EQ(result.code(), v1::OK) << result.message();
+  Process r = relay(s.address());
+  ASSERT_NE(r.port(), 0) << r.log();
+  // Paused, the server sends nothing new: each viewer's snapshot is the
+  // relay's re-send of the tick it has.
+  std::uint64_t tick = 0, hash = 0;
+  for (int i = 0; i < 2; ++i) {
+    client::Connection v = viewer(r.port());
+    v1::ServerMessage m;
+    do {
+      ASSERT_TRUE(v.receive(&m, 3.0)) << v.error() << r.log();
+    } while (!m.has_snapshot());
+    EXPECT_TRUE(m.snapshot().paused());
+    if (i == 0) {
+      tick = m.snapshot().tick();
+      hash = m.snapshot().state_hash();
+    } else {
+      EXPECT_EQ(m.snapshot().tick(), tick);
+      EXPECT_EQ(m.snapshot().state_hash(), hash);
+      EXPECT_TRUE(m.snapshot().events().empty());
+    }
+  }
+}
+
 v1::Command spawn_one(double x) {
   v1::Command c;
   v1::Body& b = *c.mutable_spawn()->add_bodies();
