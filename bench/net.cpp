@@ -283,7 +283,7 @@ int run_net_bench(const NetBenchOptions& o) {
   // Every byte the server sent in the window went to a connection of ours
   // (loopback loses none): the viewers' (with --relays, the relays') and the
   // controller's receipts.
-  const std::uint64_t server_sent = (relays.empty() ? total.bytes : relay_bytes) + ctl_bytes;
+  const std::uint64_t server_sent = (o.relays > 0 ? relay_bytes : total.bytes) + ctl_bytes;
   const bool compact = o.compact && o.body_tables;
 
   nlohmann::ordered_json j;
