@@ -1,0 +1,144 @@
+// The bundled page in headless chromium against a real carom-server (its TCP
+// port bridged to /ws by test/harness.mjs until the server speaks WebSocket):
+// the canvas shows the scripted world's bodies where the server says they are,
+// a wrong token shows the server's error and its field, a click as a
+// controller spawns a body at the clicked world position, resume makes the
+// tick advance, and no console errors. Writes a screenshot.
+//
+//   node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --out DIR
+// Exit 77 (ctest: skipped) when chromium is not installed.
+
+import {spawn} from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import {parseArgs} from "node:util";
+
+import {serve} from "./harness.mjs";
+
+const {values: args} = parseArgs({
+  options: {
+    site: {type: "string"},
+    server: {type: "string"},
+    scenario: {type: "string"},
+    out: {type: "string", default: "."},
+    chromium: {type: "string", default: process.env.CAROM_CHROMIUM || "/usr/bin/chromium"},
+  },
+});
+if (!args.site || !args.server || !args.scenario) {
+  console.error("usage: node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --out DIR");
+  process.exit(2);
+}
+if (!fs.existsSync(args.chromium)) {
+  console.log(`SKIPPED: no chromium at ${args.chromium} (scripts/deps installs it)`);
+  process.exit(77);
+}
+const puppeteer = (await import("puppeteer-core")).default;
+
+// The scenario's four still bodies (client/view/testdata/view_test.txtpb), paused.
+const kBodies = [[20, 25, 5], [50, 10, 3], [80, 40, 6], [70, 15, 2]];
+const kToken = "web-test-token";
+
+const failures = [];
+const check = (ok, what) => {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  if (!ok) failures.push(what);
+};
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "carom-web-"));
+const portFile = path.join(dir, "port");
+const server = spawn(args.server, ["--port", "0", "--port-file", portFile, "--token", kToken, "--scenario", args.scenario,
+                                   "--threads", "1"], {stdio: ["ignore", "inherit", "inherit"]});
+let site = null;
+let browser = null;
+try {
+  for (let i = 0; i < 100 && !fs.existsSync(portFile); ++i) await new Promise((r) => setTimeout(r, 100));
+  const port = Number(fs.readFileSync(portFile, "utf8"));
+  site = await serve(args.site, port);
+  browser = await puppeteer.launch({
+    executablePath: args.chromium,
+    headless: true,
+    args: ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"],
+  });
+  const open = async (fragment) => {
+    const page = await browser.newPage();
+    await page.setViewport({width: 1280, height: 800});
+    page.on("pageerror", (e) => failures.push(`page error: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error") failures.push(`console error: ${m.text()}`);
+    });
+    const opened = Date.now();
+    await page.goto(site.url + fragment, {waitUntil: "load"});
+    return {page, opened};
+  };
+
+  // A viewer: the bodies are drawn where the server has them.
+  // Polling by timer, not animation frame: a tab in the background gets none.
+  const {page: viewer, opened} = await open("");
+  await viewer.waitForFunction(() => window.carom.frame && window.carom.frame.ids.length === 4, {timeout: 10000, polling: 100});
+  console.log(`first frame ${Date.now() - opened} ms after opening the URL`);
+  await new Promise((r) => setTimeout(r, 300));  // a few animation frames
+  const pixels = await viewer.evaluate((bodies) => {
+    const {camera} = window.carom;
+    const canvas = document.getElementById("world");
+    const copy = document.createElement("canvas");  // works for either kind of context
+    copy.width = canvas.width;
+    copy.height = canvas.height;
+    const c = copy.getContext("2d");
+    c.drawImage(canvas, 0, 0);
+    const dpr = canvas.width / camera.width;
+    const at = (x, y) => {
+      const [sx, sy] = camera.toScreen(x, y);
+      return Array.from(c.getImageData(Math.round(sx * dpr), Math.round(sy * dpr), 1, 1).data.slice(0, 3));
+    };
+    return {bodies: bodies.map(([x, y]) => at(x, y)), empty: [at(40, 40), at(5, 45), at(95, 5)]};
+  }, kBodies);
+  const isBackground = ([r, g, b]) => r < 40 && g < 40 && b < 45;
+  pixels.bodies.forEach((p, i) => check(!isBackground(p), `body ${i} at (${kBodies[i]}) is drawn: pixel ${p}`));
+  pixels.empty.forEach((p, i) => check(isBackground(p), `empty place ${i} is background: pixel ${p}`));
+  const hud = await viewer.$eval("#hud", (e) => e.textContent);
+  check(/bodies\s+4/.test(hud) && /paused/.test(hud), "the HUD shows 4 bodies, paused");
+
+  // A wrong token: the server's error, with its code and field.
+  const {page: wrong} = await open("#token=wrong");
+  await wrong.waitForFunction(() => /refused/.test(document.getElementById("status").textContent), {timeout: 10000, polling: 100});
+  const refused = await wrong.$eval("#status", (e) => e.textContent);
+  check(/UNAUTHENTICATED/.test(refused) && /hello\.token/.test(refused), `a wrong token is refused: ${refused}`);
+  await wrong.close();
+
+  // A controller: a click spawns at the clicked place; resume runs the world.
+  const {page: controller} = await open(`#token=${kToken}`);
+  await controller.waitForFunction(() => !document.getElementById("controller").disabled && window.carom.frame,
+                                   {timeout: 10000, polling: 100});
+  const [cx, cy, metresPerPixel] = await controller.evaluate(() => {
+    const {camera} = window.carom;
+    return [...camera.toScreen(40, 40), 1 / camera.pixelsPerMetre];
+  });
+  await controller.mouse.click(cx, cy);
+  await viewer.waitForFunction(() => window.carom.frame.ids.length === 5, {timeout: 10000, polling: 100});
+  const spawned = await viewer.evaluate(() => {
+    const f = window.carom.frame;
+    const i = f.ids.length - 1;  // the newest id
+    return [f.x[i], f.y[i]];
+  });
+  const error = Math.hypot(spawned[0] - 40, spawned[1] - 40);
+  check(error <= metresPerPixel, `a click spawns at (40, 40): at (${spawned}), ${error.toFixed(4)} m off, a pixel is ${metresPerPixel.toFixed(4)} m`);
+  const tick0 = await viewer.evaluate(() => window.carom.frame.tick);
+  await controller.click("#resume");
+  await viewer.waitForFunction((t) => window.carom.frame.tick > t + 10, {timeout: 10000, polling: 100}, tick0);
+  check(true, "resume: the viewer's tick advances");
+  await new Promise((r) => setTimeout(r, 1200));  // a HUD refresh
+  fs.mkdirSync(args.out, {recursive: true});
+  const shot = path.join(args.out, "web-e2e.png");
+  await viewer.screenshot({path: shot});
+  console.log(`screenshot: ${shot}`);
+} catch (e) {
+  failures.push(String(e && e.stack ? e.stack : e));
+} finally {
+  if (browser) await browser.close();
+  if (site) site.close();
+  server.kill("SIGTERM");
+  fs.rmSync(dir, {recursive: true, force: true});
+}
+for (const f of failures) console.error(`FAIL: ${f}`);
+process.exit(failures.length > 0 ? 1 : 0);
