@@ -10,7 +10,7 @@ import {makeProtocol} from "./protocol.js";
 import {Camera, ColourMode, makeRenderer} from "./render.js";
 
 const kFlashSeconds = 0.6;
-const kMaxFlashes = 4096;   // the newest are drawn
+const kMaxFlashes = 1024;   // the newest are drawn (a 10 000-body gas has about 800 collisions a tick)
 const kFlingPerSecond = 2;  // a drag of d metres flings at 2 d m/s
 const kClickPixels = 4;     // a press that moves less than this is a click
 
