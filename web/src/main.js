@@ -75,6 +75,9 @@ const connection = new Connection(protocol, serverUrl(window.location), {
   heartbeat: (_h, bytes) => {
     count(2, bytes);
     page.lastMessage = performance.now();
+    // Heartbeats flow while no snapshot does: the world is paused, even if
+    // the snapshot that said so was dropped by this page's rate wish.
+    page.paused = true;
   },
 });
 

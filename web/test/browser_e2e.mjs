@@ -3,9 +3,11 @@
 // the canvas shows the scripted world's bodies where the server says they are,
 // a wrong token shows the server's error and its field, a click as a
 // controller spawns a body at the clicked world position, resume makes the
-// tick advance, and no console errors. Writes a screenshot.
+// tick advance, a scenario loaded by name from the page runs, and the page's
+// decoded compact stream equals the server's own state quantized (get_world,
+// full precision), body for body; no console errors. Writes a screenshot.
 //
-//   node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --out DIR
+//   node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --scenario-dir DIR --out DIR
 // Exit 77 (ctest: skipped) when chromium is not installed.
 
 import {spawn} from "node:child_process";
@@ -21,12 +23,13 @@ const {values: args} = parseArgs({
     site: {type: "string"},
     server: {type: "string"},
     scenario: {type: "string"},
+    "scenario-dir": {type: "string"},
     out: {type: "string", default: "."},
     chromium: {type: "string", default: process.env.CAROM_CHROMIUM || "/usr/bin/chromium"},
   },
 });
-if (!args.site || !args.server || !args.scenario) {
-  console.error("usage: node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --out DIR");
+if (!args.site || !args.server || !args.scenario || !args["scenario-dir"]) {
+  console.error("usage: node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --scenario-dir DIR --out DIR");
   process.exit(2);
 }
 if (!fs.existsSync(args.chromium)) {
@@ -48,7 +51,8 @@ const check = (ok, what) => {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "carom-web-"));
 const portFile = path.join(dir, "port");
 const server = spawn(args.server, ["--port", "0", "--port-file", portFile, "--token", kToken, "--scenario", args.scenario,
-                                   "--threads", "1"], {stdio: ["ignore", "inherit", "inherit"]});
+                                   "--scenario-dir", args["scenario-dir"], "--threads", "1"],
+                     {stdio: ["ignore", "inherit", "inherit"]});
 let site = null;
 let browser = null;
 try {
@@ -96,8 +100,10 @@ try {
   const isBackground = ([r, g, b]) => r < 40 && g < 40 && b < 45;
   pixels.bodies.forEach((p, i) => check(!isBackground(p), `body ${i} at (${kBodies[i]}) is drawn: pixel ${p}`));
   pixels.empty.forEach((p, i) => check(isBackground(p), `empty place ${i} is background: pixel ${p}`));
-  const hud = await viewer.$eval("#hud", (e) => e.textContent);
-  check(/bodies\s+4/.test(hud) && /paused/.test(hud), "the HUD shows 4 bodies, paused");
+  const hudOk = await viewer.waitForFunction(() => /bodies\s+4\n/.test(document.getElementById("hud").textContent) &&
+                                                 /paused/.test(document.getElementById("hud").textContent),
+                                           {timeout: 5000, polling: 100}).then(() => true, () => false);
+  check(hudOk, "the HUD shows 4 bodies, paused");  // it refreshes once a second
 
   // A wrong token: the server's error, with its code and field.
   const {page: wrong} = await open("#token=wrong");
@@ -127,6 +133,48 @@ try {
   await controller.click("#resume");
   await viewer.waitForFunction((t) => window.carom.frame.tick > t + 10, {timeout: 10000, polling: 100}, tick0);
   check(true, "resume: the viewer's tick advances");
+
+  // The gas (10 000 moving bodies, collisions every tick) loaded by name from
+  // the page; paused after a second of deltas, the viewer's decoded state is
+  // the server's state quantized at 1 mm and 1 mm/s, bit for bit.
+  await controller.type("#scenario", "gas");
+  await controller.click("#load");
+  await viewer.waitForFunction(() => window.carom.frame.ids.length === 10000, {timeout: 20000, polling: 100});
+  const tick1 = await viewer.evaluate(() => window.carom.frame.tick);
+  await viewer.waitForFunction((t) => window.carom.frame.tick > t + 30, {timeout: 20000, polling: 100}, tick1);
+  // Pause, then step one tick: the viewer's rate limit (60 Hz) may drop the
+  // snapshot that the pause re-sends (carom-server's session sends nothing
+  // later while paused), never the step's, which comes a while after.
+  const steps = await controller.evaluate(async () => {
+    const c = window.carom.connection;
+    const pause = await c.command({pause: {}});
+    await new Promise((r) => setTimeout(r, 200));
+    const step = await c.command({step: {count: 1}});
+    return [pause, step].map((r) => (r ? {code: r.code, message: r.message, tick: r.tick} : null));
+  });
+  check(steps.every((r) => r && r.code === 0), `pause, then step 1: ${JSON.stringify(steps)}`);
+  await viewer.waitForFunction((t) => window.carom.frame.paused && window.carom.frame.tick === t,
+                               {timeout: 10000, polling: 100}, steps[1] ? steps[1].tick : 0);
+  const exact = await controller.evaluate(async () => {
+    const r = await window.carom.connection.command({get_world: {}});
+    const w = r.world;
+    return {tick: w.tick, ids: w.id, x: w.x, y: w.y, vx: w.vx, vy: w.vy};
+  });
+  const compared = await viewer.evaluate((w) => {
+    const f = window.carom.frame;
+    const q = (v) => Math.round(v / 0.001) * 0.001;  // the server's quantization (ties never happen here)
+    let differ = 0;
+    if (f.ids.length !== w.ids.length) return {differ: -1, tick: f.tick};
+    for (let i = 0; i < f.ids.length; ++i) {
+      if (f.ids[i] !== w.ids[i] || f.x[i] !== q(w.x[i]) || f.y[i] !== q(w.y[i]) || f.vx[i] !== q(w.vx[i]) ||
+          f.vy[i] !== q(w.vy[i]))
+        ++differ;
+    }
+    return {differ, tick: f.tick, events: f.events.length};
+  }, exact);
+  check(compared.differ === 0 && compared.tick === exact.tick,
+        `the viewer's decoded gas at tick ${compared.tick} equals get_world's at tick ${exact.tick} quantized: ` +
+        `${compared.differ} of 10000 bodies differ`);
   await new Promise((r) => setTimeout(r, 1200));  // a HUD refresh
   fs.mkdirSync(args.out, {recursive: true});
   const shot = path.join(args.out, "web-e2e.png");
