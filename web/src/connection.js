@@ -90,7 +90,7 @@ export class Connection {
         protocol_version: 1,
         role: this.controller ? this.protocol.roleController : this.protocol.roleViewer,
         token: this.token,
-        client_name: `carom-web (${navigator.userAgent.split(" ").pop()})`,
+        client_name: "carom-web",
         wishes: kWishes,
       };
       this.sendMessage({hello});
@@ -205,7 +205,8 @@ export class Connection {
     if (r) message = r.code === "GOODBYE" || r.code === "STREAM" ? r.message : `The server closed the connection: ${r.message}`;
     else if (opened) message = `The server is gone (the connection to ${this.url} closed)`;
     else message = `Cannot reach the server at ${this.url}`;
-    this.state({phase: "waiting", message, code: r ? r.code : "", field: r ? r.field : "", retryAt: performance.now() + delay});
+    const code = r && r.code !== "GOODBYE" && r.code !== "STREAM" ? r.code : "";  // only the server's codes
+    this.state({phase: "waiting", message, code, field: r ? r.field : "", retryAt: performance.now() + delay});
     this.timer = setTimeout(() => this.open(), delay);
   }
 

@@ -180,6 +180,13 @@ try {
   const shot = path.join(args.out, "web-e2e.png");
   await viewer.screenshot({path: shot});
   console.log(`screenshot: ${shot}`);
+
+  // The server goes: the page says so, then that it cannot reach it.
+  server.kill("SIGTERM");
+  const said = await viewer.waitForFunction(
+      () => /going away|gone|Cannot reach/.test(document.getElementById("status").textContent),
+      {timeout: 10000, polling: 100}).then(() => viewer.$eval("#status", (e) => e.textContent), () => "");
+  check(said !== "", `the server stops: the page says "${said}"`);
 } catch (e) {
   failures.push(String(e && e.stack ? e.stack : e));
 } finally {
