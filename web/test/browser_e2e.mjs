@@ -24,6 +24,7 @@ const {values: args} = parseArgs({
     server: {type: "string"},
     scenario: {type: "string"},
     "scenario-dir": {type: "string"},
+    renderer: {type: "string", default: "auto"},  // the page's ?renderer=: auto, webgl, software
     out: {type: "string", default: "."},
     chromium: {type: "string", default: process.env.CAROM_CHROMIUM || "/usr/bin/chromium"},
   },
@@ -72,7 +73,7 @@ try {
       if (m.type() === "error") failures.push(`console error: ${m.text()}`);
     });
     const opened = Date.now();
-    await page.goto(site.url + fragment, {waitUntil: "load"});
+    await page.goto(`${site.url}?renderer=${args.renderer}${fragment}`, {waitUntil: "load"});
     return {page, opened};
   };
 
@@ -82,7 +83,9 @@ try {
   await viewer.waitForFunction(() => window.carom.frame && window.carom.frame.ids.length === 4, {timeout: 10000, polling: 100});
   console.log(`first frame ${Date.now() - opened} ms after opening the URL`);
   await new Promise((r) => setTimeout(r, 300));  // a few animation frames
-  const pixels = await viewer.evaluate((bodies) => {
+  const pixels = await viewer.evaluate((bodies) => new Promise((resolve) => requestAnimationFrame(() => {
+    // In an animation frame, after the page's own draw: a WebGL canvas's
+    // pixels are there until the frame is composited.
     const {camera} = window.carom;
     const canvas = document.getElementById("world");
     const copy = document.createElement("canvas");  // works for either kind of context
@@ -95,8 +98,8 @@ try {
       const [sx, sy] = camera.toScreen(x, y);
       return Array.from(c.getImageData(Math.round(sx * dpr), Math.round(sy * dpr), 1, 1).data.slice(0, 3));
     };
-    return {bodies: bodies.map(([x, y]) => at(x, y)), empty: [at(40, 40), at(5, 45), at(95, 5)]};
-  }, kBodies);
+    resolve({bodies: bodies.map(([x, y]) => at(x, y)), empty: [at(40, 40), at(5, 45), at(95, 5)]});
+  })), kBodies);
   const isBackground = ([r, g, b]) => r < 40 && g < 40 && b < 45;
   pixels.bodies.forEach((p, i) => check(!isBackground(p), `body ${i} at (${kBodies[i]}) is drawn: pixel ${p}`));
   pixels.empty.forEach((p, i) => check(isBackground(p), `empty place ${i} is background: pixel ${p}`));
@@ -177,7 +180,7 @@ try {
         `${compared.differ} of 10000 bodies differ`);
   await new Promise((r) => setTimeout(r, 1200));  // a HUD refresh
   fs.mkdirSync(args.out, {recursive: true});
-  const shot = path.join(args.out, "web-e2e.png");
+  const shot = path.join(args.out, `web-e2e-${args.renderer}.png`);
   await viewer.screenshot({path: shot});
   console.log(`screenshot: ${shot}`);
 
