@@ -969,6 +969,36 @@ TEST_F(CompactTest, ViewersDecodeExactlyWhatTheServerQuantized) {
     worlds[got.world().state_hash()] = got.world();
     last = got.world().tick();
   };
+  struct Tally {
+    int checked = 0, deltas = 0, keys = 0;
+    std::uint64_t seen = 0;
+  };
+  std::map<Connection*, Tally> tally;
+  // Reads one snapshot (false on timeout) and checks it against the state it shows.
+  auto take = [&](Connection& viewer, double timeout) {
+    v1::Snapshot s;
+    if (!next_snapshot(viewer, &s, timeout)) return false;
+    Tally& t = tally[&viewer];
+    EXPECT_TRUE(s.has_compact());
+    (s.compact().has_baseline_tick() ? t.deltas : t.keys) += 1;
+    t.seen = std::max<std::uint64_t>(t.seen, s.tick());
+    const auto it = worlds.find(s.state_hash());
+    if (it == worlds.end()) return true;  // before the first step
+    const v1::SavedWorld& w = it->second;
+    EXPECT_EQ(s.tick(), w.tick());
+    EXPECT_EQ(s.id_size(), w.id_size()) << "tick " << s.tick();
+    if (s.id_size() != w.id_size()) return true;
+    for (int i = 0; i < w.id_size(); ++i) {
+      if (s.id(i) != w.id(i) || s.x(i) != quantized(w.x(i), 0.0005) || s.y(i) != quantized(w.y(i), 0.0005) ||
+          s.vx(i) != quantized(w.vx(i), 0.002) || s.vy(i) != quantized(w.vy(i), 0.002)) {
+        ADD_FAILURE() << "tick " << s.tick() << " body " << w.id(i) << ": (" << s.x(i) << ", " << s.y(i) << ") for ("
+                      << w.x(i) << ", " << w.y(i) << ")";
+        return true;
+      }
+    }
+    ++t.checked;
+    return true;
+  };
   for (int k = 0; k < 90; ++k) {
     if (k == 20) {
       ASSERT_EQ(call(ctl, spawn_body(40.0, 30.0, 0.5)).code(), v1::OK);
@@ -991,48 +1021,28 @@ TEST_F(CompactTest, ViewersDecodeExactlyWhatTheServerQuantized) {
     ASSERT_EQ(stepped.code(), v1::OK) << stepped.message();
     record();
     ASSERT_EQ(last, stepped.tick());
+    // The every-tick viewers read as the world steps, so that however loaded
+    // the machine, none falls behind and skips a frame.
+    for (Connection* viewer : {&every, &late}) {
+      if (!viewer->connected()) continue;
+      while (tally[viewer].seen < last) ASSERT_TRUE(take(*viewer, 5.0)) << viewer->error();
+    }
   }
+  // Paused after the last step: nothing more comes once a viewer has read
+  // all it was sent (the slow one may not get the last tick at all).
   for (Connection* viewer : {&every, &slow, &late}) {
-    int checked = 0, deltas = 0, keys = 0;
-    std::uint64_t seen = 0;
-    v1::Snapshot s;
-    // Paused after the last step: nothing more comes once a viewer has read
-    // all it was sent (the slow one may not get the last tick at all).
-    while (next_snapshot(*viewer, &s, 0.5)) {
-      ASSERT_TRUE(s.has_compact());
-      (s.compact().has_baseline_tick() ? deltas : keys) += 1;
-      seen = std::max<std::uint64_t>(seen, s.tick());
-      const auto it = worlds.find(s.state_hash());
-      if (it == worlds.end()) continue;  // before the first step
-      const v1::SavedWorld& w = it->second;
-      ASSERT_EQ(s.id_size(), w.id_size()) << "tick " << s.tick();
-      for (int i = 0; i < w.id_size(); ++i) {
-        ASSERT_EQ(s.id(i), w.id(i));
-        ASSERT_EQ(s.x(i), quantized(w.x(i), 0.0005)) << "tick " << s.tick() << " body " << w.id(i);
-        ASSERT_EQ(s.y(i), quantized(w.y(i), 0.0005)) << "tick " << s.tick() << " body " << w.id(i);
-        ASSERT_EQ(s.vx(i), quantized(w.vx(i), 0.002)) << "tick " << s.tick() << " body " << w.id(i);
-        ASSERT_EQ(s.vy(i), quantized(w.vy(i), 0.002)) << "tick " << s.tick() << " body " << w.id(i);
-      }
-      EXPECT_EQ(s.tick(), w.tick());
-      ++checked;
+    while (take(*viewer, 0.5)) {
     }
     EXPECT_TRUE(viewer->connected()) << viewer->error();
-    EXPECT_GT(checked, 0);
-    if (viewer != &slow) {
-      EXPECT_EQ(seen, last);
-    }
-    if (viewer == &every) {
-      EXPECT_GE(checked, 90);
-      EXPECT_EQ(keys, 1) << "one key frame, then deltas all along";
-    }
-    if (viewer == &late) {
-      EXPECT_EQ(keys, 1);
-      EXPECT_GE(deltas, 30);
-    }
-    if (viewer == &slow) {
-      EXPECT_GE(keys, 2) << "a viewer that skips ticks gets key frames";
-    }
   }
+  EXPECT_EQ(tally[&every].seen, last);
+  EXPECT_GE(tally[&every].checked, 90);
+  EXPECT_EQ(tally[&every].keys, 1) << "one key frame, then deltas all along";
+  EXPECT_EQ(tally[&late].seen, last);
+  EXPECT_EQ(tally[&late].keys, 1);
+  EXPECT_GE(tally[&late].deltas, 30);
+  EXPECT_GT(tally[&slow].checked, 0);
+  EXPECT_GE(tally[&slow].keys, 2) << "a viewer that skips ticks gets key frames";
 }
 
 // What the compact stream is for: a world at rest costs almost nothing, a
