@@ -129,7 +129,7 @@ void Listener::on_accept(boost::system::error_code ec, tcp::socket socket) {
     backoff_.async_wait(std::bind_front(&Listener::on_backoff, shared_from_this()));
     return;
   }
-  if (!refuse_if_full(socket, hub_)) std::make_shared<Session>(std::move(socket), hub_)->start();
+  if (!refuse_if_full(socket, hub_)) std::make_shared<TcpSession>(std::move(socket), hub_)->start();
   do_accept();
 }
 
