@@ -369,7 +369,7 @@ void Session::queue(std::shared_ptr<const std::string> frame) {
 }
 
 void Session::do_write() {
-  if (writing_ || phase_ == Phase::kClosed) return;
+  if (writing_ || phase_ == Phase::kClosed || lingering_) return;
   if (!queue_.empty()) {
     writing_ = std::move(queue_.front());
     queue_.pop_front();
@@ -392,7 +392,10 @@ void Session::do_write() {
     }
     stream_table_.reset();
   } else {
-    if (phase_ == Phase::kClosing) linger();
+    if (phase_ == Phase::kClosing) {
+      lingering_ = true;
+      linger();
+    }
     return;
   }
   write_started_ = std::chrono::steady_clock::now();

@@ -158,6 +158,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   enum class Phase { kHandshake, kActive, kClosing, kClosed } phase_ = Phase::kHandshake;
   v1::ErrorCode closing_code_ = v1::OK;
+  bool lingering_ = false;  // linger() was called: nothing more is written
   bool control_ = false;
   bool subscribed_ = false;
   double max_rate_hz_ = 0.0;
