@@ -80,9 +80,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
  protected:
   /// `executor`: the connection's strand; `peer`: "address:port" for the log;
-  /// `loopback`: whether control without a token is allowed. `frame_limit`
-  /// starts at 64 KiB (or --max-frame-bytes if smaller) until a controller's
-  /// Hello raises it (set_frame_limit).
+  /// `loopback`: whether control without a token is allowed. A subclass
+  /// starts with initial_frame_limit(), until a controller's Hello raises it
+  /// (set_frame_limit).
   Session(boost::asio::any_io_executor executor, Hub& hub, std::string peer, bool loopback);
 
   // What a transport does, on the strand.
@@ -115,7 +115,6 @@ class Session : public std::enable_shared_from_this<Session> {
   bool control() const { return control_; }
   /// The Error that ends this session (SHUTTING_DOWN for a Goodbye), once closing.
   v1::ErrorCode closing_code() const { return closing_code_; }
-  Hub& hub() const { return hub_; }
   const std::string& peer() const { return peer_; }
   /// The first frame limit: 64 KiB, or --max-frame-bytes when smaller.
   std::size_t initial_frame_limit() const;
