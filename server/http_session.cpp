@@ -183,6 +183,10 @@ void HttpSession::handle(Request request) {
     std::make_shared<WebSocketSession>(stream_.release_socket(), hub_)->accept(std::move(request));
     return;
   }
+  if (beast::websocket::is_upgrade(request)) {
+    error(request, http::status::not_found, "the WebSocket is at /ws\n");
+    return;
+  }
   if (request.method() != http::verb::get && request.method() != http::verb::head) {
     error(request, http::status::method_not_allowed, "only GET and HEAD\n");
     return;

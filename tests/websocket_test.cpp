@@ -163,11 +163,12 @@ http::response<http::string_body> http_get(std::uint16_t port, const std::string
 }
 
 // The HTTP status of a WebSocket upgrade of /ws (101 when accepted).
-unsigned upgrade_status(std::uint16_t port, const std::string& origin, const std::string& host) {
+unsigned upgrade_status(std::uint16_t port, const std::string& origin, const std::string& host,
+                        const std::string& target = "/ws") {
   asio::io_context io;
   tcp::socket socket(io);
   socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  http::request<http::empty_body> request{http::verb::get, "/ws", 11};
+  http::request<http::empty_body> request{http::verb::get, target, 11};
   request.set(http::field::host, host);
   request.set(http::field::origin, origin);
   request.set(http::field::connection, "Upgrade");
@@ -444,6 +445,7 @@ TEST_F(WebSocketTest, AForeignOriginOrHostIsRefusedAndTheServersOwnOrAnAllowedOn
   const std::string here = "127.0.0.1:" + std::to_string(http_port());
   EXPECT_EQ(upgrade_status(http_port(), "http://evil.example", here), 403u);
   EXPECT_EQ(upgrade_status(http_port(), "http://" + here, here), 101u);
+  EXPECT_EQ(upgrade_status(http_port(), "http://" + here, here, "/"), 404u) << "the WebSocket is at /ws only";
   // DNS rebinding: a foreign name that resolves to this loopback server.
   const std::string rebound = "evil.example:" + std::to_string(http_port());
   EXPECT_EQ(upgrade_status(http_port(), "http://" + rebound, rebound), 403u);
