@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "carom/client/connection.hpp"
+#include "carom/proto/compact.hpp"
 #include "carom/proto/framing.hpp"
 #include "carom/v1/protocol.pb.h"
 #include "http_session.hpp"
@@ -344,7 +345,9 @@ TEST_F(WebSocketTest, BodyTablesAndTheCompactStreamComeAsSeparateMessages) {
     ASSERT_TRUE(m.has_body_table()) << "the table first, as its own message: " << m.ShortDebugString();
     EXPECT_EQ(m.body_table().id_size(), 5);
     const std::uint64_t epoch = m.body_table().epoch();
+    const std::vector<std::uint32_t> ids(m.body_table().id().begin(), m.body_table().id().end());
     std::uint64_t previous = 0;
+    proto::Track track, next;
     for (int k = 0; k < 5; ++k) {
       v1::Snapshot s;
       ASSERT_TRUE(viewer.next_snapshot(&s));
@@ -356,6 +359,16 @@ TEST_F(WebSocketTest, BodyTablesAndTheCompactStreamComeAsSeparateMessages) {
         if (k > 0) {
           EXPECT_TRUE(s.compact().has_baseline_tick());
           EXPECT_EQ(s.compact().baseline_tick(), previous);
+        }
+        // The same decoder as over TCP: a key frame, then deltas on it.
+        ASSERT_EQ(proto::decode_track(proto::Channel::kPosition, k > 0 ? &track : nullptr, ids,
+                                      s.compact().positions(), &next),
+                  "");
+        track = next;
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+          const double q = s.compact().position_quantum();
+          EXPECT_NEAR(static_cast<double>(track.x[i]) * q, 10.0 + 5.0 * static_cast<double>(i), q) << "body " << i;
+          EXPECT_NEAR(static_cast<double>(track.y[i]) * q, 10.0, 0.5) << "body " << i;
         }
       } else {
         EXPECT_EQ(s.x_size(), 5);
