@@ -321,6 +321,19 @@ TEST_F(WebSocketTest, AViewerGetsWelcomeAndSnapshotsAndAControllerWithTheTokenSp
   } while (s.tick() < r.tick());
   ASSERT_EQ(s.id_size(), 1);
   EXPECT_EQ(s.id(0), id);
+  // A controller's message may pass the viewers' 64 KiB (--max-frame-bytes,
+  // 1 MiB by default): it arrives in several reads.
+  v1::Command big;
+  for (int i = 0; i < 4000; ++i) {
+    v1::Body& b = *big.mutable_spawn()->add_bodies();
+    b.mutable_position()->set_x(2.0 + 0.6 * (i % 150));
+    b.mutable_position()->set_y(50.0 + 0.6 * (i / 150));
+    b.set_radius(0.25);
+  }
+  ASSERT_GT(big.ByteSizeLong(), std::size_t{64} << 10);
+  const v1::CommandResult many = ctl.call(big);
+  ASSERT_EQ(many.code(), v1::OK) << many.message();
+  EXPECT_EQ(many.spawned().ids_size(), 4000);
   // A viewer's command is refused, and it stays connected.
   const v1::CommandResult refused = viewer.call(spawn_body(1, 1, 1));
   EXPECT_EQ(refused.code(), v1::PERMISSION_DENIED);
