@@ -89,8 +89,11 @@ bool refuse_if_full(tcp::socket& socket, Hub& hub) {
 
 }  // namespace
 
-Listener::Listener(asio::io_context& io, Hub& hub)
-    : io_(io), hub_(hub), acceptor_(asio::make_strand(io)), backoff_(acceptor_.get_executor()) {}
+Listener::Listener(asio::io_context& io, Hub& hub) : Listener(io, hub, nullptr) {}
+
+Listener::Listener(asio::io_context& io, Hub& hub, Handler handler)
+    : io_(io), hub_(hub), handler_(std::move(handler)), acceptor_(asio::make_strand(io)),
+      backoff_(acceptor_.get_executor()) {}
 
 boost::system::error_code Listener::listen(const tcp::endpoint& endpoint) {
   boost::system::error_code ec;
@@ -129,7 +132,11 @@ void Listener::on_accept(boost::system::error_code ec, tcp::socket socket) {
     backoff_.async_wait(std::bind_front(&Listener::on_backoff, shared_from_this()));
     return;
   }
-  if (!refuse_if_full(socket, hub_)) std::make_shared<Session>(std::move(socket), hub_)->start();
+  if (handler_) {
+    handler_(std::move(socket));
+  } else if (!refuse_if_full(socket, hub_)) {
+    std::make_shared<TcpSession>(std::move(socket), hub_)->start();
+  }
   do_accept();
 }
 

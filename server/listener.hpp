@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace carom::server {
@@ -17,8 +18,15 @@ class Hub;
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  /// The acceptor runs on a strand of `io`; so does each accepted socket.
+  /// What becomes of an accepted socket (the HTTP port's sessions). Called
+  /// on the acceptor's strand; the socket has a strand of its own.
+  using Handler = std::function<void(boost::asio::ip::tcp::socket)>;
+
+  /// The acceptor runs on a strand of `io`; so does each accepted socket,
+  /// which becomes a TcpSession (or is refused at the door).
   Listener(boost::asio::io_context& io, Hub& hub);
+  /// The same, each accepted socket going to `handler` instead.
+  Listener(boost::asio::io_context& io, Hub& hub, Handler handler);
 
   /// Opens, binds and listens on `endpoint`. Before run(); caller's thread.
   /// Apart from the constructor (Beast's opens there and logs a failure), so
@@ -38,6 +46,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
   boost::asio::io_context& io_;
   Hub& hub_;
+  Handler handler_;  // empty: carom's TCP protocol
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer backoff_;  // after a failed accept (out of descriptors)
 };

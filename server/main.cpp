@@ -18,12 +18,21 @@
 
 int main(int argc, char** argv) {
   carom::server::ServerOptions o;
-  std::string port_file;
+  std::string port_file, http_port_file;
   CLI::App app{"carom-server: one authoritative circle-collision world over TCP (protocol v1)"};
   app.option_defaults()->always_capture_default();
   app.add_option("--bind", o.bind, "Address to listen on (non-loopback needs --token or --insecure)");
   app.add_option("--port", o.port, "TCP port (0 = any free port; see --port-file)");
   app.add_option("--port-file", port_file, "Write the bound port to this file once listening");
+  app.add_option("--http-port", o.http_port,
+                 "HTTP and WebSocket port: the web viewer at /, the protocol at /ws (-1 = off, 0 = any free port)")
+      ->check(CLI::Range(-1, 65535));
+  app.add_option("--http-port-file", http_port_file, "Write the bound HTTP port to this file once listening");
+  app.add_option("--web-root", o.web_root,
+                 "Directory of the web viewer's files served at / (default: the build's web/ folder when it exists)");
+  app.add_option("--allow-origin", o.allowed_origins,
+                 "Origin (scheme://host[:port]) whose pages may open /ws besides this server's own; repeatable; "
+                 "* = any");
   app.add_option("--tick-hz", o.tick_hz, "Simulation ticks per second")
       ->check(CLI::Range(carom::server::kMinTickHz, carom::server::kMaxTickHz));
   app.add_option("--threads", o.threads, "Simulation threads (0 = all cores)")->check(CLI::Range(0, 1024));
@@ -59,6 +68,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   o.state_on_error_empty = state_on_error == "empty";
+#ifdef CAROM_WEB_ROOT
+  if (o.web_root.empty() && std::filesystem::is_directory(CAROM_WEB_ROOT)) o.web_root = CAROM_WEB_ROOT;
+#endif
   if (o.scenario_dir.empty() && !o.scenario.empty()) {
     o.scenario_dir = std::filesystem::path(o.scenario).parent_path().string();
   }
@@ -93,10 +105,16 @@ int main(int argc, char** argv) {
                : o.scenario.empty()                                 ? std::string("empty")
                                                                     : o.scenario,
                o.token.empty() ? "loopback only, no token" : "token required");
-  if (!port_file.empty()) {
-    const std::string tmp = port_file + ".tmp";
-    std::ofstream(tmp) << server.port() << "\n";
-    std::filesystem::rename(tmp, port_file);
+  if (server.http_port() != 0) {
+    spdlog::info("web viewer: http://{}:{}/ (WebSocket /ws; files: {})",
+                 o.bind.find(':') != std::string::npos ? "[" + o.bind + "]" : o.bind, server.http_port(),
+                 o.web_root.empty() ? std::string("none, --web-root") : o.web_root);
+  }
+  for (const auto& [file, port] : {std::pair{port_file, server.port()}, std::pair{http_port_file, server.http_port()}}) {
+    if (file.empty()) continue;
+    const std::string tmp = file + ".tmp";
+    std::ofstream(tmp) << port << "\n";
+    std::filesystem::rename(tmp, file);
   }
   signal_io.run();  // until SIGINT or SIGTERM
   spdlog::info("{}: shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");

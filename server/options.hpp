@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "carom/proto/framing.hpp"
 
@@ -15,6 +16,15 @@ inline constexpr std::uint32_t kDefaultMaxBodies = 1u << 22;
 struct ServerOptions {
   std::string bind = "127.0.0.1";      ///< address to listen on
   std::uint16_t port = 7878;           ///< 0 = any free port (see Server::port)
+  /// HTTP and WebSocket (the web viewer at /, the protocol at /ws) on this
+  /// port of `bind`: -1 = none, 0 = any free port (see Server::http_port).
+  int http_port = -1;
+  /// The files served at / (the web viewer's build output); "" = none (404).
+  std::string web_root;
+  /// Origins (scheme://host[:port]) whose pages may open /ws, besides the
+  /// server's own; "*" = any. A client that sends no Origin is not a browser
+  /// and is not checked.
+  std::vector<std::string> allowed_origins;
   double tick_hz = 60.0;               ///< ticks per second (a scenario may change it)
   int threads = 0;                     ///< simulation threads; 0 = all hardware threads
   int io_threads = 2;                  ///< threads running the network

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_session.hpp"
 #include "hub.hpp"
 #include "listener.hpp"
 #include "publisher.hpp"
@@ -47,7 +48,8 @@ struct Server::Impl {
   SnapshotPublisher publisher;
   asio::io_context io{std::max(1, options.io_threads)};
   std::shared_ptr<Listener> listener = std::make_shared<Listener>(io, hub);
-  std::uint16_t port = 0;
+  std::shared_ptr<Listener> http_listener;  // with --http-port
+  std::uint16_t port = 0, http_port = 0;
   std::unique_ptr<SimState> sim;
   std::unique_ptr<TickLoop> tick_loop;
   std::vector<std::thread> io_threads;
@@ -74,6 +76,17 @@ Status Server::Impl::listen() {
             "cannot listen on " + options.bind + ":" + std::to_string(options.port) + ": " + listen_ec.message()};
   }
   port = listener->port();
+  if (options.http_port >= 0) {
+    http_listener = std::make_shared<Listener>(io, hub, [this](tcp::socket socket) {
+      std::make_shared<HttpSession>(std::move(socket), hub)->run();
+    });
+    const auto http = static_cast<std::uint16_t>(options.http_port);
+    if (const auto listen_ec = http_listener->listen(tcp::endpoint(address, http))) {
+      return {StatusCode::kInvalidArgument, "cannot listen on " + options.bind + ":" + std::to_string(http) +
+                                                " (--http-port): " + listen_ec.message()};
+    }
+    http_port = http_listener->port();
+  }
   return {};
 }
 
@@ -97,6 +110,7 @@ Status Server::start() {
   if (Status st = load_initial_world(s.options, &s.sim); !st.ok()) return st;
   if (Status st = s.listen(); !st.ok()) return st;
   s.listener->run();
+  if (s.http_listener) s.http_listener->run();
   for (int i = 0; i < std::max(1, s.options.io_threads); ++i) s.io_threads.emplace_back([&s] { s.io.run(); });
   s.publisher.start();
   s.tick_loop = std::make_unique<TickLoop>(*s.sim, s.hub, s.publisher, s.options);
@@ -109,6 +123,8 @@ Status Server::start() {
 }
 
 std::uint16_t Server::port() const { return impl_->port; }
+
+std::uint16_t Server::http_port() const { return impl_->http_port; }
 
 void Server::stop(const std::string& reason) {
   Impl& s = *impl_;
@@ -124,6 +140,7 @@ void Server::stop(const std::string& reason) {
   s.tick_loop->stop();
   s.publisher.stop();  // the last snapshot and results go out before the Goodbyes
   s.listener->close();
+  if (s.http_listener) s.http_listener->close();
   s.hub.goodbye_all(reason);
   // Give the Goodbyes a moment to leave (each session closes after its
   // Goodbye is written and leaves the hub), at most a second; then stop the

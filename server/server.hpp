@@ -24,6 +24,9 @@ class Server {
   Status start();
   /// The port actually bound (useful with port 0). After start().
   std::uint16_t port() const;
+  /// The HTTP and WebSocket port actually bound, 0 when there is none
+  /// (http_port -1). After start().
+  std::uint16_t http_port() const;
   /// Goodbye to every client, stop the tick, save (--save-on-exit, --state),
   /// join every thread. Thread-safe and idempotent; blocks until done.
   void stop(const std::string& reason);

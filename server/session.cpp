@@ -1,13 +1,14 @@
-// Session: handshake, frame reading, authorisation, and the two-lane writer.
-// Reads: bytes from the socket (FrameDecoder enforces the frame limit before
-// buffering a frame). Writes: one frame at a time; queued messages first,
-// then the stream slot. Runs on the socket's strand only.
+// Session: handshake, authorisation, and the two-lane writer; TcpSession:
+// its transport over TCP. Reads: bytes from the socket (FrameDecoder
+// enforces the frame limit before buffering a frame). Writes: one frame at a
+// time; queued messages first, then the stream slot. Runs on the socket's
+// strand only.
 //
 // The read path, one handler a step: do_read -> on_read (bytes in) ->
 // read_frames (length prefix and limit) -> on_frame (the ClientMessage) ->
 // on_hello / on_command. The write path: on_deliver / on_deliver_stream /
-// on_goodbye (posted by other threads) -> queue -> do_write -> on_write.
-// Closing: fail (an Error, then linger) or close.
+// on_goodbye (posted by other threads) -> queue -> do_write -> write (the
+// transport) -> on_write. Closing: fail (an Error, then linger) or close.
 
 #include "session.hpp"
 
@@ -65,6 +66,8 @@ bool same_token(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+}  // namespace
+
 void set_socket_options(tcp::socket& socket) {
   boost::system::error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
@@ -80,7 +83,13 @@ void set_socket_options(tcp::socket& socket) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
-}  // namespace
+bool is_loopback_peer(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto endpoint = socket.remote_endpoint(ec);
+  return !ec && (endpoint.address().is_loopback() ||
+                 (endpoint.address().is_v6() && endpoint.address().to_v6().is_v4_mapped() &&
+                  asio::ip::make_address_v4(asio::ip::v4_mapped, endpoint.address().to_v6()).is_loopback()));
+}
 
 std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::string& text,
                                                const std::string& field) {
@@ -97,25 +106,17 @@ std::string peer_name(const tcp::socket& socket) {
   return ec ? std::string("unknown peer") : endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
 }
 
-Session::Session(tcp::socket socket, Hub& hub)
-    : socket_(std::move(socket)),
-      hub_(hub),
-      timer_(socket_.get_executor()),
-      decoder_(std::min(hub.options().max_frame, kMaxViewerFrame)) {
-  peer_ = peer_name(socket_);
-  boost::system::error_code ec;
-  const auto endpoint = socket_.remote_endpoint(ec);
-  loopback_ = !ec && (endpoint.address().is_loopback() ||
-                      (endpoint.address().is_v6() && endpoint.address().to_v6().is_v4_mapped() &&
-                       asio::ip::make_address_v4(asio::ip::v4_mapped, endpoint.address().to_v6()).is_loopback()));
-}
+Session::Session(asio::any_io_executor executor, Hub& hub, std::string peer, bool loopback)
+    : executor_(std::move(executor)), hub_(hub), timer_(executor_), peer_(std::move(peer)), loopback_(loopback) {}
 
 Session::~Session() = default;
 
-void Session::start() { asio::dispatch(socket_.get_executor(), std::bind_front(&Session::on_start, shared_from_this())); }
+std::size_t Session::initial_frame_limit() const { return std::min(hub_.options().max_frame, kMaxViewerFrame); }
+
+void Session::start() { asio::dispatch(executor_, std::bind_front(&Session::on_start, shared_from_this())); }
 
 void Session::on_start() {
-  set_socket_options(socket_);
+  open();
   if (!hub_.add(shared_from_this(), &id_)) {
     if (hub_.shutting_down()) {
       fail(v1::SHUTTING_DOWN, "the server is shutting down");
@@ -140,48 +141,6 @@ void Session::on_handshake_timeout(boost::system::error_code ec) {
 }
 
 // --- The read path ---
-
-void Session::do_read() {
-  reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buffer_), std::bind_front(&Session::on_read, shared_from_this()));
-}
-
-void Session::on_read(boost::system::error_code ec, std::size_t n) {
-  reading_ = false;
-  if (phase_ == Phase::kClosed) return;
-  if (phase_ == Phase::kClosing) {
-    on_drain(ec, n);
-    return;
-  }
-  if (ec) {
-    close();
-    return;
-  }
-  decoder_.append(read_buffer_.data(), n);
-  if (n == read_buffer_.size() && n < kMaxReadBuffer) read_buffer_.resize(2 * n);
-  if (read_frames()) do_read();
-}
-
-bool Session::read_frames() {
-  for (;;) {
-    std::string_view frame;
-    std::uint64_t length = 0;
-    const auto r = decoder_.next(&frame, &length);
-    if (r == proto::FrameDecoder::Result::kNeedMore) return true;
-    if (r == proto::FrameDecoder::Result::kTooLarge) {
-      fail(v1::FRAME_TOO_LARGE, "frame of " + std::to_string(length) + " bytes is over the limit of " +
-                                    std::to_string(decoder_.max_frame()) + " bytes" +
-                                    (control_ ? " (--max-frame-bytes)" : " (before Hello and for viewers)"));
-      return false;
-    }
-    if (r == proto::FrameDecoder::Result::kBadPrefix) {
-      fail(v1::MALFORMED_FRAME, "frame length prefix is not a valid varint32");
-      return false;
-    }
-    on_frame(frame);
-    if (phase_ == Phase::kClosing || phase_ == Phase::kClosed) return false;
-  }
-}
 
 void Session::on_frame(std::string_view bytes) {
   v1::ClientMessage message;
@@ -265,7 +224,7 @@ void Session::on_hello(const v1::Hello& hello) {
       return;
     }
     control_ = true;
-    decoder_.set_max_frame(opt.max_frame);
+    set_frame_limit(opt.max_frame);
   }
   timer_.cancel();
   phase_ = Phase::kActive;
@@ -311,7 +270,7 @@ void Session::on_command(v1::Command command) {
 // --- The write path ---
 
 void Session::deliver(std::shared_ptr<const std::string> frame) {
-  asio::post(socket_.get_executor(), std::bind_front(&Session::queue, shared_from_this(), std::move(frame)));
+  asio::post(executor_, std::bind_front(&Session::queue, shared_from_this(), std::move(frame)));
 }
 
 void send_result(const std::weak_ptr<Session>& to, v1::CommandResult result) {
@@ -325,7 +284,7 @@ void send_result(const std::weak_ptr<Session>& to, v1::CommandResult result) {
 
 void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
                              std::shared_ptr<const BodyTableFrame> table) {
-  asio::post(socket_.get_executor(), std::bind_front(&Session::on_deliver_stream, shared_from_this(),
+  asio::post(executor_, std::bind_front(&Session::on_deliver_stream, shared_from_this(),
                                                      std::move(frame), snapshot, std::move(table)));
 }
 
@@ -341,7 +300,7 @@ void Session::on_deliver_stream(std::shared_ptr<const std::string> frame, bool s
 
 void Session::deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot,
                               std::shared_ptr<const BodyTableFrame> table) {
-  asio::post(socket_.get_executor(), std::bind_front(&Session::on_deliver_compact, shared_from_this(),
+  asio::post(executor_, std::bind_front(&Session::on_deliver_compact, shared_from_this(),
                                                      std::move(snapshot), std::move(table)));
 }
 
@@ -385,7 +344,7 @@ void Session::clear_stream() {
 }
 
 void Session::goodbye(const std::string& reason) {
-  asio::post(socket_.get_executor(), std::bind_front(&Session::on_goodbye, shared_from_this(), reason));
+  asio::post(executor_, std::bind_front(&Session::on_goodbye, shared_from_this(), reason));
 }
 
 void Session::on_goodbye(const std::string& reason) {
@@ -395,6 +354,7 @@ void Session::on_goodbye(const std::string& reason) {
   clear_stream();
   queue(frame_of(m));
   phase_ = Phase::kClosing;
+  closing_code_ = v1::SHUTTING_DOWN;
   timer_.expires_after(std::chrono::seconds(1));
   timer_.async_wait(std::bind_front(&Session::on_grace_timeout, shared_from_this()));
 }
@@ -414,7 +374,7 @@ void Session::queue(std::shared_ptr<const std::string> frame) {
 }
 
 void Session::do_write() {
-  if (writing_ || phase_ == Phase::kClosed) return;
+  if (writing_ || phase_ == Phase::kClosed || lingering_) return;
   if (!queue_.empty()) {
     writing_ = std::move(queue_.front());
     queue_.pop_front();
@@ -437,13 +397,14 @@ void Session::do_write() {
     }
     stream_table_.reset();
   } else {
-    if (phase_ == Phase::kClosing) linger();
+    if (phase_ == Phase::kClosing) {
+      lingering_ = true;
+      linger();
+    }
     return;
   }
   write_started_ = std::chrono::steady_clock::now();
-  std::array<asio::const_buffer, 2> buffers{asio::buffer(*writing_), asio::const_buffer()};
-  if (writing_table_) buffers = {asio::buffer(*writing_table_->frame), asio::buffer(*writing_)};
-  asio::async_write(socket_, buffers, std::bind_front(&Session::on_write, shared_from_this()));
+  write(writing_table_ ? writing_table_->frame.get() : nullptr, *writing_);
 }
 
 void Session::on_write(boost::system::error_code ec, std::size_t) {
@@ -465,6 +426,7 @@ void Session::fail(v1::ErrorCode code, const std::string& reason, const std::str
   clear_stream();
   queue(error_frame(code, message, field));
   phase_ = Phase::kClosing;
+  closing_code_ = code;
   // The peer may not read: close after a grace period whatever happens.
   timer_.expires_after(std::chrono::seconds(2));
   timer_.async_wait(std::bind_front(&Session::on_grace_timeout, shared_from_this()));
@@ -474,7 +436,83 @@ void Session::on_grace_timeout(boost::system::error_code ec) {
   if (!ec) close();
 }
 
-void Session::linger() {
+void Session::close() {
+  if (phase_ == Phase::kClosed) return;
+  const bool registered = id_ != 0;
+  phase_ = Phase::kClosed;
+  timer_.cancel();
+  close_transport();
+  queue_.clear();
+  clear_stream();
+  if (registered) {
+    hub_.remove(id_);
+    spdlog::info("session {} ({}) disconnected", id_, peer_);
+  }
+}
+
+}  // namespace carom::server
+
+namespace carom::server {
+
+// --- TcpSession ---
+
+TcpSession::TcpSession(tcp::socket socket, Hub& hub)
+    : Session(socket.get_executor(), hub, peer_name(socket), is_loopback_peer(socket)),
+      socket_(std::move(socket)),
+      decoder_(initial_frame_limit()) {}
+
+void TcpSession::open() { set_socket_options(socket_); }
+
+void TcpSession::do_read() {
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(read_buffer_), std::bind_front(&TcpSession::on_read, self<TcpSession>()));
+}
+
+void TcpSession::on_read(boost::system::error_code ec, std::size_t n) {
+  reading_ = false;
+  if (closed()) return;
+  if (closing()) {
+    on_drain(ec, n);
+    return;
+  }
+  if (ec) {
+    close();
+    return;
+  }
+  decoder_.append(read_buffer_.data(), n);
+  if (n == read_buffer_.size() && n < kMaxReadBuffer) read_buffer_.resize(2 * n);
+  if (read_frames()) do_read();
+}
+
+bool TcpSession::read_frames() {
+  for (;;) {
+    std::string_view frame;
+    std::uint64_t length = 0;
+    const auto r = decoder_.next(&frame, &length);
+    if (r == proto::FrameDecoder::Result::kNeedMore) return true;
+    if (r == proto::FrameDecoder::Result::kTooLarge) {
+      fail(v1::FRAME_TOO_LARGE, "frame of " + std::to_string(length) + " bytes is over the limit of " +
+                                    std::to_string(decoder_.max_frame()) + " bytes" +
+                                    (control() ? " (--max-frame-bytes)" : " (before Hello and for viewers)"));
+      return false;
+    }
+    if (r == proto::FrameDecoder::Result::kBadPrefix) {
+      fail(v1::MALFORMED_FRAME, "frame length prefix is not a valid varint32");
+      return false;
+    }
+    on_frame(frame);
+    if (closing() || closed()) return false;
+  }
+}
+
+void TcpSession::write(const std::string* table, const std::string& frame) {
+  // A table and the snapshot that refers to it leave in one write.
+  std::array<asio::const_buffer, 2> buffers{asio::buffer(frame), asio::const_buffer()};
+  if (table != nullptr) buffers = {asio::buffer(*table), asio::buffer(frame)};
+  asio::async_write(socket_, buffers, std::bind_front(&TcpSession::on_write, self<TcpSession>()));
+}
+
+void TcpSession::linger() {
   // Closing with unread input would make the kernel send a reset that can
   // discard the Error still in flight: end our side, read until the peer
   // closes (or the grace timer fires), then close.
@@ -483,13 +521,13 @@ void Session::linger() {
   drain();
 }
 
-void Session::drain() {
-  if (reading_ || phase_ == Phase::kClosed) return;
+void TcpSession::drain() {
+  if (reading_ || closed()) return;
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buffer_), std::bind_front(&Session::on_drain, shared_from_this()));
+  socket_.async_read_some(asio::buffer(read_buffer_), std::bind_front(&TcpSession::on_drain, self<TcpSession>()));
 }
 
-void Session::on_drain(boost::system::error_code ec, std::size_t) {
+void TcpSession::on_drain(boost::system::error_code ec, std::size_t) {
   reading_ = false;
   if (ec) {
     close();
@@ -498,20 +536,10 @@ void Session::on_drain(boost::system::error_code ec, std::size_t) {
   }
 }
 
-void Session::close() {
-  if (phase_ == Phase::kClosed) return;
-  const bool registered = id_ != 0;
-  phase_ = Phase::kClosed;
-  timer_.cancel();
+void TcpSession::close_transport() {
   boost::system::error_code ec;
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
-  queue_.clear();
-  clear_stream();
-  if (registered) {
-    hub_.remove(id_);
-    spdlog::info("session {} ({}) disconnected", id_, peer_);
-  }
 }
 
 }  // namespace carom::server

@@ -3,6 +3,13 @@
 /// its own strand (the socket's executor); other threads only call start,
 /// deliver, deliver_stream and goodbye, which post to it.
 ///
+/// Session is the protocol (Hello, roles, commands, the stream slot, the
+/// closing rules), the same for every transport; a subclass moves its
+/// messages: TcpSession (delimited frames on a byte stream, here) or
+/// WebSocketSession (one message per binary WebSocket message,
+/// websocket_session.hpp). The transport is a virtual call per read and per
+/// write, nothing per byte.
+///
 /// Outgoing messages: a queue for Welcome, CommandResult, Error and Goodbye
 /// (never dropped, bounded in bytes), and one stream slot for snapshots and
 /// heartbeats where the latest wins, so a slow viewer skips frames and its
@@ -36,10 +43,16 @@ std::shared_ptr<const std::string> error_frame(v1::ErrorCode code, const std::st
 /// "address:port" of the peer, for the log. The socket's thread.
 std::string peer_name(const boost::asio::ip::tcp::socket& socket);
 
+/// Whether the peer's address is loopback (IPv4-mapped IPv6 included): the
+/// rule for control without a token. The socket's thread.
+bool is_loopback_peer(const boost::asio::ip::tcp::socket& socket);
+/// TCP_NODELAY and keep-alive probes that notice an idle dead peer within
+/// seconds. The socket's thread.
+void set_socket_options(boost::asio::ip::tcp::socket& socket);
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(boost::asio::ip::tcp::socket socket, Hub& hub);
-  ~Session();
+  virtual ~Session();
 
   /// Registers with the hub and starts the handshake (or refuses the
   /// connection when the server is full). Any thread.
@@ -65,16 +78,59 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Commands queued for the simulation thread and not yet answered.
   std::atomic<int> in_flight{0};
 
+ protected:
+  /// `executor`: the connection's strand; `peer`: "address:port" for the log;
+  /// `loopback`: whether control without a token is allowed. A subclass
+  /// starts with initial_frame_limit(), until a controller's Hello raises it
+  /// (set_frame_limit).
+  Session(boost::asio::any_io_executor executor, Hub& hub, std::string peer, bool loopback);
+
+  // What a transport does, on the strand.
+  /// Once, before the first read: socket options and the like.
+  virtual void open() {}
+  /// Starts reading; each whole message goes to on_frame, a broken one to
+  /// fail, a read error to close. Reading stops while the session closes.
+  virtual void do_read() = 0;
+  /// Writes `table` (when not null) then `frame`, both delimited frames as
+  /// shared, then calls on_write.
+  virtual void write(const std::string* table, const std::string& frame) = 0;
+  /// The largest message the peer may send from now on, bytes.
+  virtual void set_frame_limit(std::size_t bytes) = 0;
+  /// Everything queued is written while closing: end the connection
+  /// gracefully, then close().
+  virtual void linger() = 0;
+  /// Closes the connection now; pending operations end with an error.
+  virtual void close_transport() = 0;
+
+  /// One ClientMessage's bytes, as received.
+  void on_frame(std::string_view bytes);
+  void on_write(boost::system::error_code ec, std::size_t n);
+  /// Sends an Error and closes once it is written (or after a grace period).
+  /// `field`: the path at fault in the ClientMessage ("hello.role"), or "";
+  /// the Error's message is "FIELD: REASON" (field_message).
+  void fail(v1::ErrorCode code, const std::string& reason, const std::string& field = {});
+  void close();
+  bool closing() const { return phase_ == Phase::kClosing; }
+  bool closed() const { return phase_ == Phase::kClosed; }
+  bool control() const { return control_; }
+  /// The Error that ends this session (SHUTTING_DOWN for a Goodbye), once closing.
+  v1::ErrorCode closing_code() const { return closing_code_; }
+  const std::string& peer() const { return peer_; }
+  /// The first frame limit: 64 KiB, or --max-frame-bytes when smaller.
+  std::size_t initial_frame_limit() const;
+  /// shared_from_this as the subclass, for its handlers.
+  template <class T>
+  std::shared_ptr<T> self() {
+    return std::static_pointer_cast<T>(shared_from_this());
+  }
+
+  bool reading_ = false;  // an async read is outstanding
+
  private:
   // Start and handshake.
   void on_start();
   void on_handshake_timeout(boost::system::error_code ec);
-  // The read path: bytes, then frames (length prefix and limit), then one
-  // ClientMessage, then what it asks.
-  void do_read();
-  void on_read(boost::system::error_code ec, std::size_t n);
-  bool read_frames();  ///< false when the session stopped reading (it is closing)
-  void on_frame(std::string_view bytes);
+  // The read path: a ClientMessage (on_frame), then what it asks.
   void on_hello(const v1::Hello& hello);
   void on_command(v1::Command command);
   // The write path: results and errors queue, the stream slot, one write at
@@ -89,32 +145,20 @@ class Session : public std::enable_shared_from_this<Session> {
   void clear_stream();
   void on_goodbye(const std::string& reason);
   void do_write();
-  void on_write(boost::system::error_code ec, std::size_t n);
   // Closing.
-  /// Sends an Error and closes once it is written (or after a grace period).
-  /// `field`: the path at fault in the ClientMessage ("hello.role"), or "";
-  /// the Error's message is "FIELD: REASON" (field_message).
-  void fail(v1::ErrorCode code, const std::string& reason, const std::string& field = {});
   void on_grace_timeout(boost::system::error_code ec);
-  void linger();
-  void drain();
-  void on_drain(boost::system::error_code ec, std::size_t n);
-  void close();
 
-  boost::asio::ip::tcp::socket socket_;
+  boost::asio::any_io_executor executor_;
   Hub& hub_;
   boost::asio::steady_timer timer_;  // handshake timeout, then the close grace period
   std::uint64_t id_ = 0;
   std::string peer_;
   bool loopback_ = false;
-  proto::FrameDecoder decoder_;
-  // Grows from 4 KiB (a Hello, a command) to 64 KiB while reads fill it:
-  // an idle or refused connection costs little.
-  std::vector<char> read_buffer_ = std::vector<char>(4096);
 
   enum class Phase { kHandshake, kActive, kClosing, kClosed } phase_ = Phase::kHandshake;
+  v1::ErrorCode closing_code_ = v1::OK;
+  bool lingering_ = false;  // linger() was called: nothing more is written
   bool control_ = false;
-  bool reading_ = false;  // an async read is outstanding
   bool subscribed_ = false;
   double max_rate_hz_ = 0.0;
   std::chrono::steady_clock::time_point last_snapshot_{};
@@ -131,6 +175,34 @@ class Session : public std::enable_shared_from_this<Session> {
   std::uint64_t table_sent_ = 0;  // epoch of the last body table written
   std::shared_ptr<const std::string> writing_;  // the frame being written (kept alive)
   std::shared_ptr<const BodyTableFrame> writing_table_;
+};
+
+/// A Session over TCP: protobuf's delimited frames (varint32 length, then
+/// the message) on the byte stream, the length limit checked before anything
+/// is buffered for the frame.
+class TcpSession final : public Session {
+ public:
+  TcpSession(boost::asio::ip::tcp::socket socket, Hub& hub);
+
+ private:
+  void open() override;
+  // The read path: bytes, then frames (length prefix and limit), then
+  // Session::on_frame.
+  void do_read() override;
+  void on_read(boost::system::error_code ec, std::size_t n);
+  bool read_frames();  ///< false when the session stopped reading (it is closing)
+  void write(const std::string* table, const std::string& frame) override;
+  void set_frame_limit(std::size_t bytes) override { decoder_.set_max_frame(bytes); }
+  void linger() override;
+  void drain();
+  void on_drain(boost::system::error_code ec, std::size_t n);
+  void close_transport() override;
+
+  boost::asio::ip::tcp::socket socket_;
+  proto::FrameDecoder decoder_;
+  // Grows from 4 KiB (a Hello, a command) to 64 KiB while reads fill it:
+  // an idle or refused connection costs little.
+  std::vector<char> read_buffer_ = std::vector<char>(4096);
 };
 
 /// Sends a command's result to a session that may have gone, and counts it
