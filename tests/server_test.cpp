@@ -898,7 +898,11 @@ class SpawnPauseTest : public ServerTest {
     }
     ASSERT_EQ(tick_of.size(), 2u);
     ASSERT_TRUE(seen) << "no snapshot with the body";
-    EXPECT_TRUE(shown.paused());
+    // Two writes 50 ms apart: one time in ten a step falls between them, and
+    // the body first shows in that running tick, which both results name.
+    if (!two_writes) {
+      EXPECT_TRUE(shown.paused());
+    }
     EXPECT_EQ(tick_of[1], shown.tick()) << "the spawn names the snapshot that shows it";
     EXPECT_EQ(tick_of[2], shown.tick());
   }
