@@ -107,7 +107,7 @@ std::string peer_name(const tcp::socket& socket) {
 }
 
 Session::Session(asio::any_io_executor executor, Hub& hub, std::string peer, bool loopback)
-    : executor_(std::move(executor)), hub_(hub), timer_(executor_), peer_(std::move(peer)), loopback_(loopback) {}
+    : executor_(std::move(executor)), hub_(hub), timer_(executor_), rate_timer_(executor_), peer_(std::move(peer)), loopback_(loopback) {}
 
 Session::~Session() = default;
 
@@ -290,7 +290,9 @@ void Session::deliver_stream(std::shared_ptr<const std::string> frame, bool snap
 
 void Session::on_deliver_stream(std::shared_ptr<const std::string> frame, bool snapshot,
                                 std::shared_ptr<const BodyTableFrame> table) {
-  if (!take_stream(snapshot)) return;
+  const Take take = take_stream(snapshot);
+  if (take == Take::kHold) hold(std::move(frame), nullptr, std::move(table));
+  if (take != Take::kTake) return;
   stream_ = std::move(frame);
   stream_compact_.reset();
   stream_table_ = std::move(table);
@@ -306,7 +308,9 @@ void Session::deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot,
 
 void Session::on_deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot,
                                  std::shared_ptr<const BodyTableFrame> table) {
-  if (!take_stream(true)) return;
+  const Take take = take_stream(true);
+  if (take == Take::kHold) hold(nullptr, std::move(snapshot), std::move(table));
+  if (take != Take::kTake) return;
   stream_.reset();
   stream_compact_ = std::move(snapshot);
   stream_table_ = std::move(table);
@@ -314,27 +318,55 @@ void Session::on_deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot
   do_write();
 }
 
-bool Session::take_stream(bool snapshot) {
-  if (phase_ != Phase::kActive) return false;
+Session::Take Session::take_stream(bool snapshot) {
+  if (phase_ != Phase::kActive) return Take::kDrop;
   const double stall = hub_.options().stall_timeout_s;
   if (writing_ && stall > 0.0 &&
       std::chrono::steady_clock::now() - write_started_ > std::chrono::duration<double>(stall)) {
     spdlog::warn("session {} ({}): stalled: a write unfinished for over {} s (--stall-timeout); disconnecting", id_,
                  peer_, stall);
     close();
-    return false;
+    return Take::kDrop;
   }
   if (snapshot && max_rate_hz_ > 0) {
     const auto now = std::chrono::steady_clock::now();
     // 0.9: tolerate tick jitter so a 30 Hz wish on a 60 Hz server gets 30.
-    if (now - last_snapshot_ < std::chrono::duration<double>(0.9 / max_rate_hz_)) return false;
+    if (now - last_snapshot_ < std::chrono::duration<double>(0.9 / max_rate_hz_)) return Take::kHold;
     last_snapshot_ = now;
   }
   const bool occupied = stream_ || stream_compact_;
   // A heartbeat never replaces a snapshot (while paused it may be the last).
-  if (!snapshot && occupied) return false;
+  if (!snapshot && occupied) return Take::kDrop;
   if (occupied && stream_is_snapshot_) hub_.snapshots_skipped.fetch_add(1);
-  return true;
+  if (snapshot) {  // a newer snapshot goes: the held one is not needed
+    held_.reset();
+    held_compact_.reset();
+    held_table_.reset();
+    rate_timer_.cancel();
+  }
+  return Take::kTake;
+}
+
+void Session::hold(std::shared_ptr<const std::string> frame, std::shared_ptr<const CompactSnapshot> compact,
+                   std::shared_ptr<const BodyTableFrame> table) {
+  held_ = std::move(frame);
+  held_compact_ = std::move(compact);
+  held_table_ = std::move(table);
+  rate_timer_.expires_at(last_snapshot_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                              std::chrono::duration<double>(2.0 / max_rate_hz_)));
+  rate_timer_.async_wait(std::bind_front(&Session::on_rate_timer, shared_from_this()));
+}
+
+void Session::on_rate_timer(boost::system::error_code ec) {
+  if (ec || phase_ != Phase::kActive || (!held_ && !held_compact_)) return;
+  auto frame = std::move(held_);
+  auto compact = std::move(held_compact_);
+  auto table = std::move(held_table_);
+  if (compact) {
+    on_deliver_compact(std::move(compact), std::move(table));
+  } else {
+    on_deliver_stream(std::move(frame), true, std::move(table));
+  }
 }
 
 void Session::clear_stream() {
@@ -441,6 +473,10 @@ void Session::close() {
   const bool registered = id_ != 0;
   phase_ = Phase::kClosed;
   timer_.cancel();
+  rate_timer_.cancel();
+  held_.reset();
+  held_compact_.reset();
+  held_table_.reset();
   close_transport();
   queue_.clear();
   clear_stream();

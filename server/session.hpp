@@ -141,7 +141,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_deliver_compact(std::shared_ptr<const CompactSnapshot> snapshot, std::shared_ptr<const BodyTableFrame> table);
   // Whether a stream message is taken into the slot (the stall timeout, the
   // rate wish, a heartbeat never replacing a snapshot); counts a skipped one.
-  bool take_stream(bool snapshot);
+  // A snapshot turned away by the rate wish is held instead (see held_).
+  enum class Take { kTake, kDrop, kHold };
+  Take take_stream(bool snapshot);
+  void hold(std::shared_ptr<const std::string> frame, std::shared_ptr<const CompactSnapshot> compact,
+            std::shared_ptr<const BodyTableFrame> table);
+  void on_rate_timer(boost::system::error_code ec);
   void clear_stream();
   void on_goodbye(const std::string& reason);
   void do_write();
@@ -151,6 +156,14 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::asio::any_io_executor executor_;
   Hub& hub_;
   boost::asio::steady_timer timer_;  // handshake timeout, then the close grace period
+  // The newest snapshot the rate wish turned away, sent when no newer one
+  // has come by two intervals after the last one sent: a running world's next
+  // snapshot replaces it, while paused (nothing else comes) it goes out, so a
+  // rate-limited viewer is never left a tick behind.
+  boost::asio::steady_timer rate_timer_;
+  std::shared_ptr<const std::string> held_;
+  std::shared_ptr<const CompactSnapshot> held_compact_;
+  std::shared_ptr<const BodyTableFrame> held_table_;
   std::uint64_t id_ = 0;
   std::string peer_;
   bool loopback_ = false;

@@ -1087,3 +1087,38 @@ TEST_F(CompactTest, AStillWorldCostsAlmostNothingAndABadQuantumIsRefused) {
 
 }  // namespace
 }  // namespace carom
+
+namespace carom {
+namespace {
+
+// A viewer with a rate wish still gets the snapshot a pause re-sends (its
+// rate turned it away once; held, it goes out when nothing newer comes), so
+// it never sits a tick behind, shown as running, while the world is paused.
+TEST_F(ServerTest, ARateLimitedViewerSeesThePausedTick) {
+  server::ServerOptions o;
+  o.tick_hz = 60;
+  start(o);
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  ASSERT_EQ(call(ctl, spawn_grid(5, 5)).code(), v1::OK);
+  v1::SnapshotWishes wishes;
+  wishes.set_max_rate_hz(4.0);
+  Connection viewer;
+  ASSERT_TRUE(connect(viewer, v1::ROLE_VIEWER, {}, &wishes));
+  for (int round = 0; round < 4; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(130 + 70 * round));  // a different phase each time
+    const v1::CommandResult paused = call(ctl, command_of([](v1::Command& c) { c.mutable_pause(); }));
+    ASSERT_EQ(paused.code(), v1::OK);
+    v1::Snapshot s;
+    const auto deadline = Clock::now() + std::chrono::seconds(3);
+    do {
+      ASSERT_TRUE(next_snapshot(viewer, &s, 3.0)) << "round " << round;
+    } while (!(s.paused() && s.tick() == paused.tick()) && Clock::now() < deadline);
+    EXPECT_TRUE(s.paused()) << "round " << round;
+    EXPECT_EQ(s.tick(), paused.tick()) << "round " << round;
+    ASSERT_EQ(call(ctl, command_of([](v1::Command& c) { c.mutable_resume(); })).code(), v1::OK);
+  }
+}
+
+}  // namespace
+}  // namespace carom
