@@ -243,6 +243,11 @@ void Session::on_hello(const v1::Hello& hello) {
     }
     *out = value;
   }
+  if (const double speed = hello.wishes().min_event_speed(); !(std::isfinite(speed) && speed >= 0.0)) {
+    fail(v1::INVALID_ARGUMENT, "must be finite and >= 0 (m/s; 0: every event), got " + format_number(speed),
+         "hello.wishes.min_event_speed");
+    return;
+  }
   if (hello.role() == v1::ROLE_CONTROLLER) {
     if (!opt.token.empty()) {
       if (!same_token(hello.token(), opt.token)) {
@@ -282,7 +287,8 @@ void Session::on_hello(const v1::Hello& hello) {
   queue(frame_of(m));
   if (wants) {
     subscribed_ = true;
-    hub_.subscribe(id_, snapshot_variant(hello.wishes()), compact);
+    const int variant = snapshot_variant(hello.wishes());
+    hub_.subscribe(id_, variant, stream_key(variant, compact, hello.wishes().min_event_speed()));
   }
 }
 

@@ -6,6 +6,8 @@
 
 #include "feed.hpp"
 
+#include "scene.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -112,6 +114,7 @@ bool Feed::connect_once(client::Connection* connection) {
   auto* wishes = hello.mutable_wishes();
   wishes->set_velocities(true);  // colour by speed
   wishes->set_events(true);      // contact flashes
+  wishes->set_min_event_speed(kFlashMinEventSpeed);  // only those that could flash
   wishes->set_max_rate_hz(options_.max_rate_hz);
   if (connection->connect(options_.address, hello, kConnectTimeoutS)) return true;
   if (!options_.want_control || !is_control_refusal(connection->error())) return false;
