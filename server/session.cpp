@@ -288,7 +288,7 @@ void Session::on_hello(const v1::Hello& hello) {
   if (wants) {
     subscribed_ = true;
     const int variant = snapshot_variant(hello.wishes());
-    hub_.subscribe(id_, variant, stream_key(variant, compact, hello.wishes().min_event_speed()));
+    hub_.subscribe(id_, variant, stream_key(variant, compact, hello.wishes()));
   }
 }
 

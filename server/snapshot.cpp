@@ -35,10 +35,13 @@ int snapshot_variant(const v1::SnapshotWishes& wishes) {
          (compact ? kVariantCompact : 0);
 }
 
-StreamKey stream_key(int variant, const CompactKey& compact, double min_event_speed) {
+StreamKey stream_key(int variant, const CompactKey& compact, const v1::SnapshotWishes& wishes) {
   StreamKey key;
   if ((variant & kVariantCompact) != 0) key.compact = compact;
-  if ((variant & kVariantEvents) != 0) key.min_event_speed = min_event_speed;
+  if ((variant & kVariantEvents) != 0) {
+    key.min_event_speed = wishes.min_event_speed();
+    key.max_events = wishes.max_events();
+  }
   return key;
 }
 
@@ -163,8 +166,22 @@ std::shared_ptr<const BodyTableFrame> SnapshotEncoder::table_for(const SnapshotC
   return table_;
 }
 
+void SnapshotEncoder::select_events(const SnapshotCapture& c, const StreamKey& key) {
+  selected_.clear();
+  for (std::size_t i = 0; i < c.events.size(); ++i)
+    if (c.events[i].speed >= key.min_event_speed) selected_.push_back(static_cast<std::uint32_t>(i));
+  if (key.max_events == 0 || selected_.size() <= key.max_events) return;
+  // The hardest, ties to the earlier; then back in their order.
+  const auto harder = [&](std::uint32_t i, std::uint32_t j) {
+    return c.events[i].speed != c.events[j].speed ? c.events[i].speed > c.events[j].speed : i < j;
+  };
+  std::nth_element(selected_.begin(), selected_.begin() + key.max_events, selected_.end(), harder);
+  selected_.resize(key.max_events);
+  std::sort(selected_.begin(), selected_.end());
+}
+
 void SnapshotEncoder::make_header(const SnapshotCapture& c, const v1::Stats& timing, std::uint64_t state_hash,
-                                  int variant, double min_event_speed, const CompactBodies* compact,
+                                  int variant, const StreamKey& key, const CompactBodies* compact,
                                   std::uint64_t table_epoch) {
   v1::Snapshot s;
   s.set_tick(c.tick);
@@ -183,11 +200,12 @@ void SnapshotEncoder::make_header(const SnapshotCapture& c, const v1::Stats& tim
   if ((variant & kVariantBodyTables) != 0) s.set_body_table(table_epoch);
   if ((variant & kVariantEvents) != 0) {
     s.set_events_dropped(c.events_dropped);
+    select_events(c, key);
     if (compact != nullptr) {
       compact_events_.clear();
       const double quantum = compact->key.position_quantum;
-      for (const TickEvent& te : c.events) {
-        if (!(te.speed >= min_event_speed)) continue;
+      for (const std::uint32_t i : selected_) {
+        const TickEvent& te = c.events[i];
         compact_events_.push_back({te.tick, te.event.a, te.event.b, proto::quantize(te.event.point.x, quantum),
                                    proto::quantize(te.event.point.y, quantum),
                                    proto::to_bfloat16(te.event.impulse.x), proto::to_bfloat16(te.event.impulse.y)});
@@ -198,8 +216,8 @@ void SnapshotEncoder::make_header(const SnapshotCapture& c, const v1::Stats& tim
                              ce.mutable_impulses());
       }
     } else {
-      for (const TickEvent& te : c.events) {
-        if (!(te.speed >= min_event_speed)) continue;
+      for (const std::uint32_t i : selected_) {
+        const TickEvent& te = c.events[i];
         v1::CollisionEvent& e = *s.add_events();
         e.set_a(te.event.a);
         e.set_b(te.event.b);
@@ -271,7 +289,7 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
   // all keyed, so a bit of theirs in `needed` makes no frame here.
   for (int variant = 0; variant < kSnapshotVariants; ++variant) {
     if ((c.needed & (1u << variant)) == 0 || (variant & kVariantCompact) != 0) continue;
-    make_header(c, timing, state_hash, variant, 0.0, nullptr, epoch);
+    make_header(c, timing, state_hash, variant, StreamKey{}, nullptr, epoch);
     out->frames[static_cast<std::size_t>(variant)] = plain_frame(c, variant, id_payload);
   }
   // Keyed variants: the bodies come from the chain of each compact key, the
@@ -279,10 +297,10 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
   for (SnapshotFrames::Keyed& entry : out->keyed) {
     if ((entry.variant & kVariantCompact) != 0) {
       auto bodies = chains_.advance(entry.key.compact, c);
-      make_header(c, timing, state_hash, entry.variant, entry.key.min_event_speed, bodies.get(), epoch);
+      make_header(c, timing, state_hash, entry.variant, entry.key, bodies.get(), epoch);
       entry.snapshot = std::make_shared<const CompactSnapshot>(header_, std::move(bodies));
     } else {
-      make_header(c, timing, state_hash, entry.variant, entry.key.min_event_speed, nullptr, epoch);
+      make_header(c, timing, state_hash, entry.variant, entry.key, nullptr, epoch);
       entry.frame = plain_frame(c, entry.variant, id_payload);
     }
   }

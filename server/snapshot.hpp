@@ -61,10 +61,11 @@ double event_speed(const BodiesView& bodies, const CollisionEvent& event);
 struct StreamKey {
   CompactKey compact;
   double min_event_speed = 0.0;  ///< m/s, >= 0
+  std::uint32_t max_events = 0;  ///< the hardest this many (0: all)
   bool operator==(const StreamKey&) const = default;
 };
 /// The key for `variant` from what a session asked for.
-StreamKey stream_key(int variant, const CompactKey& compact, double min_event_speed);
+StreamKey stream_key(int variant, const CompactKey& compact, const v1::SnapshotWishes& wishes);
 
 /// Everything a tick's snapshots are made of, copied out of the World on the
 /// simulation thread so that hashing and encoding can run elsewhere. Buffers
@@ -137,7 +138,7 @@ struct SnapshotFrames {
   }
   /// Whether a session of `variant` with `key` is served from `keyed`.
   static bool is_keyed(int variant, const StreamKey& key) {
-    return (variant & kVariantCompact) != 0 || key.min_event_speed > 0.0;
+    return (variant & kVariantCompact) != 0 || key.min_event_speed > 0.0 || key.max_events > 0;
   }
 };
 
@@ -154,7 +155,9 @@ class SnapshotEncoder {
   // header_ = the variant's Snapshot without bodies; its events those of at
   // least min_event_speed, coded against `compact` when that is given.
   void make_header(const SnapshotCapture& c, const v1::Stats& timing, std::uint64_t state_hash, int variant,
-                   double min_event_speed, const CompactBodies* compact, std::uint64_t table_epoch);
+                   const StreamKey& key, const CompactBodies* compact, std::uint64_t table_epoch);
+  // selected_ = the indices in c.events of the events `key` lets through.
+  void select_events(const SnapshotCapture& c, const StreamKey& key);
   // A plain variant's frame: header_ and the body arrays.
   std::shared_ptr<const std::string> plain_frame(const SnapshotCapture& c, int variant, std::size_t id_payload) const;
 
@@ -165,6 +168,7 @@ class SnapshotEncoder {
   std::shared_ptr<const BodyTableFrame> table_;
   std::string header_;
   std::vector<proto::CompactEvent> compact_events_;
+  std::vector<std::uint32_t> selected_;
 };
 
 /// CLOCK_MONOTONIC in nanoseconds (the clock of server_time_ns).
