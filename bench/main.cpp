@@ -188,18 +188,36 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "with --live: stop after this many seconds (0 = until Ctrl-C); with --net: seconds per phase");
   bool net = false;
   carom::bench::NetBenchOptions net_options;
-  app.add_flag("--net", net, "run the server with --viewers viewers on loopback: tick times and snapshot latency");
+  app.add_flag("--net", net,
+               "run the server with --viewers viewers on loopback: tick times, snapshot latency and the stream's bytes "
+               "(bytes_per_body, server_sent_mb_per_s); the world is --scene");
   app.add_option("--viewers", net_options.viewers, "with --net: viewers")->capture_default_str()->check(CLI::Range(0, 1000));
   app.add_option("--tick-hz", net_options.tick_hz, "with --net: server tick rate")->capture_default_str()->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--relays", net_options.relays, "with --net: viewers spread over this many relays (each a viewer of the server)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
   bool no_body_tables = false;
   app.add_flag("--no-body-tables", no_body_tables,
                "with --net: viewers get ids and radii in every snapshot instead of in body tables");
+  bool plain = false;
+  app.add_flag("--plain", plain,
+               "with --net: viewers get plain float positions instead of the compact stream (the old encoding, to "
+               "compare bytes_per_body with)");
+  app.add_option("--settle", net_options.settle,
+                 "with --net: step the world this many ticks (paused, as fast as it can) before measuring, so a pile "
+                 "comes to rest")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_flag("--velocities", net_options.velocities, "with --net: viewers ask for velocities too");
+  app.add_flag("--events", net_options.events,
+               "with --net: viewers ask for collision events too (as carom-view does; scenes that record them: default)");
   CLI11_PARSE(app, argc, argv);
   if (net) {
     net_options.scene = spec;
     net_options.threads = threads;
     net_options.json = json;
     net_options.body_tables = !no_body_tables;
+    net_options.compact = !plain;
     net_options.seconds = seconds > 0 ? seconds : 60.0;
     return carom::bench::run_net_bench(net_options);
   }

@@ -1,10 +1,13 @@
-// carom-bench --net. Phase 1: the world ticks with only a controller
-// connected; phase 2: the same with N viewers, each on its own thread, every
-// snapshot's latency measured as (arrival on CLOCK_MONOTONIC) - server_time_ns
-// (same machine, same clock). A viewer is carom-view's Connection: it parses
-// every snapshot in full and, with body tables, fills in the ids and radii
-// from the table. The server reports its own tick-time percentiles (tick work
-// and the step alone) and late ticks through GetStats.
+// carom-bench --net. The scene is spawned over the protocol and, with
+// --settle, stepped (paused, as fast as the server can) before anything is
+// measured. Phase 1: the world ticks with only a controller connected; phase
+// 2: the same with N viewers, each on its own thread, every snapshot's latency
+// measured as (arrival on CLOCK_MONOTONIC) - server_time_ns (same machine,
+// same clock). A viewer is carom-view's Connection: it parses every snapshot
+// in full, decodes the compact stream (unless --plain) and, with body tables,
+// fills in the ids and radii from the table. The server reports its own
+// tick-time percentiles (tick work and the step alone) and late ticks through
+// GetStats; the bytes are counted as received, over phase 2's window only.
 
 #include "bench/net.hpp"
 
@@ -23,6 +26,7 @@
 
 #include "carom/client/connection.hpp"
 #include "convert.hpp"
+#include "relay.hpp"
 #include "server.hpp"
 
 namespace carom::bench {
@@ -75,19 +79,58 @@ bool load_scene(client::Connection& ctl, const Scene& scene, double tick_hz) {
   return true;
 }
 
+// Steps the world `steps` ticks while paused (no viewers yet: nothing is
+// sent), so a pile comes to rest before it is measured.
+bool settle(client::Connection& ctl, std::uint64_t steps) {
+  v1::CommandResult r;
+  v1::Command pause;
+  pause.mutable_pause();
+  if (!call(ctl, pause, &r)) return false;
+  for (std::uint64_t done = 0; done < steps;) {
+    const std::uint64_t chunk = std::min<std::uint64_t>(steps - done, 100);  // each call well under its timeout
+    v1::Command step;
+    step.mutable_step()->set_count(chunk);
+    if (!call(ctl, step, &r)) return false;
+    done += chunk;
+  }
+  v1::Command resume;
+  resume.mutable_resume();
+  return call(ctl, resume, &r);
+}
+
+// What one receiver has got so far; written by its thread, sampled by the
+// main thread at the edges of the measuring window.
+struct Received {
+  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> snapshots{0};
+  std::atomic<std::uint64_t> bodies{0};  ///< summed over the snapshots
+  std::atomic<std::uint64_t> events{0};
+};
+
+struct Counts {
+  std::uint64_t bytes = 0, snapshots = 0, bodies = 0, events = 0;
+};
+
+Counts sample(const Received& r) {
+  return {r.bytes.load(), r.snapshots.load(), r.bodies.load(), r.events.load()};
+}
+
 struct Phase {
   v1::Stats stats;
   std::vector<double> latency_ms;
-  std::uint64_t snapshots = 0;
-  std::uint64_t bytes = 0;
+  std::vector<Counts> begin, end;  ///< per viewer, at the window's edges
 };
 
-bool measure(client::Connection& ctl, double seconds, Phase* out) {
+// A window of `seconds`: tick times from the server, and each viewer's
+// counts at its edges.
+bool measure(client::Connection& ctl, double seconds, const std::vector<Received>& viewers, Phase* out) {
   v1::CommandResult r;
   v1::Command reset;
   reset.mutable_get_stats()->set_reset_timing(true);
   if (!call(ctl, reset, &r)) return false;
+  for (const Received& v : viewers) out->begin.push_back(sample(v));
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  for (const Received& v : viewers) out->end.push_back(sample(v));
   v1::Command get;
   get.mutable_get_stats();
   if (!call(ctl, get, &r)) return false;
@@ -117,6 +160,22 @@ int run_net_bench(const NetBenchOptions& o) {
     return 2;
   }
   const client::Address address{"127.0.0.1", server.port()};
+  // --relays: the server serves the relays only; viewer i watches relay i % K.
+  std::vector<std::unique_ptr<relay::Relay>> relays;
+  std::vector<client::Address> viewer_addresses{address};
+  for (int k = 0; k < o.relays; ++k) {
+    relay::RelayOptions ro;
+    ro.serve.port = 0;
+    ro.serve.max_clients = static_cast<std::uint32_t>(o.viewers + 8);
+    ro.upstream = address;
+    relays.push_back(std::make_unique<relay::Relay>(ro));
+    if (Status s = relays.back()->start(); !s.ok()) {
+      std::cerr << "carom-bench: relay: " << s.message() << "\n";
+      return 2;
+    }
+    if (k == 0) viewer_addresses.clear();
+    viewer_addresses.push_back({"127.0.0.1", relays.back()->port()});
+  }
   client::Connection ctl;
   v1::Hello hello;
   hello.set_role(v1::ROLE_CONTROLLER);
@@ -126,11 +185,13 @@ int run_net_bench(const NetBenchOptions& o) {
     return 2;
   }
   if (!load_scene(ctl, scene, o.tick_hz)) return 2;
+  if (o.settle > 0 && !settle(ctl, o.settle)) return 2;
   std::this_thread::sleep_for(std::chrono::seconds(1));  // let the pair lists settle
 
   Phase alone, watched;
-  if (!measure(ctl, o.seconds, &alone)) return 2;
+  if (!measure(ctl, o.seconds, {}, &alone)) return 2;
 
+  std::vector<Received> received(static_cast<std::size_t>(o.viewers));
   std::atomic<bool> stop{false};
   std::mutex mutex;
   std::vector<std::thread> threads;
@@ -140,10 +201,14 @@ int run_net_bench(const NetBenchOptions& o) {
     threads.emplace_back([&, i] {
       client::Connection v;
       v.set_body_tables(o.body_tables);
+      v.set_compact(o.compact);
       v1::Hello h;
       h.set_role(v1::ROLE_VIEWER);
       h.set_client_name("bench-viewer-" + std::to_string(i));
-      if (!v.connect(address, h)) {
+      if (o.velocities) h.mutable_wishes()->set_velocities(true);
+      if (o.events) h.mutable_wishes()->set_events(true);
+      Received& got = received[static_cast<std::size_t>(i)];
+      if (!v.connect(viewer_addresses[static_cast<std::size_t>(i) % viewer_addresses.size()], h)) {
         ++failed;
         ++ready;
         return;
@@ -151,19 +216,28 @@ int run_net_bench(const NetBenchOptions& o) {
       ++ready;
       std::vector<double> lat;
       lat.reserve(static_cast<std::size_t>(o.seconds * o.tick_hz * 1.2));
-      std::uint64_t count = 0;
       v1::ServerMessage m;
       while (!stop.load(std::memory_order_relaxed)) {
-        if (!v.receive(&m, 0.5)) continue;
+        if (!v.receive(&m, 0.5)) {
+          if (!v.connected()) {
+            std::cerr << "carom-bench --net: viewer " << i << ": " << v.error() << "\n";
+            ++failed;
+            break;
+          }
+          continue;
+        }
         if (!m.has_snapshot()) continue;
         const std::int64_t now = client::monotonic_ns();
         lat.push_back(static_cast<double>(now - m.snapshot().server_time_ns()) * 1e-6);
-        ++count;
+        // Bytes first: a window edge between the two stores counts a
+        // snapshot's bytes without it, never the other way round.
+        got.bytes.store(v.bytes_received());
+        got.bodies.fetch_add(static_cast<std::uint64_t>(m.snapshot().id_size()));
+        got.events.fetch_add(static_cast<std::uint64_t>(m.snapshot().events_size()));
+        got.snapshots.fetch_add(1);
       }
       std::lock_guard lock(mutex);
       watched.latency_ms.insert(watched.latency_ms.end(), lat.begin(), lat.end());
-      watched.snapshots += count;
-      watched.bytes += v.bytes_received();
     });
   }
   while (ready.load() < o.viewers) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -171,22 +245,59 @@ int run_net_bench(const NetBenchOptions& o) {
   {
     std::lock_guard lock(mutex);  // nothing yet: the viewers merge at the end
   }
-  const bool ok = measure(ctl, o.seconds, &watched);
+  const std::uint64_t ctl_bytes0 = ctl.bytes_received();
+  auto relays_received = [&relays] {
+    std::uint64_t n = 0;
+    for (const auto& r : relays) n += r->upstream_bytes();
+    return n;
+  };
+  const std::uint64_t relay_bytes0 = relays_received();
+  const bool ok = measure(ctl, o.seconds, received, &watched);
+  const std::uint64_t ctl_bytes = ctl.bytes_received() - ctl_bytes0;
+  const std::uint64_t relay_bytes = relays_received() - relay_bytes0;
   stop = true;
   for (auto& t : threads) t.join();
+  relays.clear();
   server.stop("benchmark over");
   if (!ok) return 2;
 
   const double p99_alone = alone.stats.tick_p99_seconds() * 1e3, p99_watched = watched.stats.tick_p99_seconds() * 1e3;
   std::vector<double>& lat = watched.latency_ms;
   const double lat_p50 = percentile(lat, 0.5), lat_p99 = percentile(lat, 0.99), lat_max = lat.empty() ? 0 : lat.back();
+  // The window's counts: totals, and bytes per body per snapshot averaged
+  // over the viewers that got any.
+  Counts total;
+  double per_body_sum = 0.0;
+  int per_body_viewers = 0;
+  for (std::size_t i = 0; i < watched.end.size(); ++i) {
+    const Counts& a = watched.begin[i];
+    const Counts& b = watched.end[i];
+    total.bytes += b.bytes - a.bytes;
+    total.snapshots += b.snapshots - a.snapshots;
+    total.events += b.events - a.events;
+    if (b.bodies > a.bodies) {
+      per_body_sum += static_cast<double>(b.bytes - a.bytes) / static_cast<double>(b.bodies - a.bodies);
+      ++per_body_viewers;
+    }
+  }
+  // Every byte the server sent in the window went to a connection of ours
+  // (loopback loses none): the viewers' (with --relays, the relays') and the
+  // controller's receipts.
+  const std::uint64_t server_sent = (o.relays > 0 ? relay_bytes : total.bytes) + ctl_bytes;
+  const bool compact = o.compact && o.body_tables;
+
   nlohmann::ordered_json j;
   j["scene"] = o.scene.name;
   j["bodies"] = scene.bodies.size();
+  j["settle_steps"] = o.settle;
   j["viewers"] = o.viewers;
   j["viewers_failed"] = failed.load();
+  j["relays"] = o.relays;
   j["tick_hz"] = o.tick_hz;
   j["body_tables"] = o.body_tables;
+  j["compact"] = compact;
+  j["velocities"] = o.velocities;
+  j["events"] = o.events;
   j["seconds_per_phase"] = o.seconds;
   j["tick_p50_ms_no_viewers"] = alone.stats.tick_p50_seconds() * 1e3;
   j["tick_p99_ms_no_viewers"] = p99_alone;
@@ -200,15 +311,20 @@ int run_net_bench(const NetBenchOptions& o) {
   j["late_ticks_no_viewers"] = alone.stats.late_ticks();
   j["late_ticks_viewers"] = watched.stats.late_ticks();
   j["ticks_measured"] = watched.stats.ticks_measured();
-  j["snapshots_received"] = watched.snapshots;
+  j["snapshots_received"] = total.snapshots;
   j["snapshots_expected"] = static_cast<double>(watched.stats.ticks_measured()) * o.viewers;
   j["snapshots_skipped"] = watched.stats.snapshots_skipped();
   j["latency_p50_ms"] = lat_p50;
   j["latency_p99_ms"] = lat_p99;
   j["latency_max_ms"] = lat_max;
-  j["received_mb_per_s"] = static_cast<double>(watched.bytes) / 1e6 / o.seconds;
+  j["received_mb_per_s"] = static_cast<double>(total.bytes) / 1e6 / o.seconds;
+  j["server_sent_mb_per_s"] = static_cast<double>(server_sent) / 1e6 / o.seconds;
   j["bytes_per_snapshot"] =
-      watched.snapshots > 0 ? static_cast<double>(watched.bytes) / static_cast<double>(watched.snapshots) : 0.0;
+      total.snapshots > 0 ? static_cast<double>(total.bytes) / static_cast<double>(total.snapshots) : 0.0;
+  j["bytes_per_body"] = per_body_viewers > 0 ? per_body_sum / per_body_viewers : 0.0;
+  if (o.events)
+    j["events_per_snapshot"] =
+        total.snapshots > 0 ? static_cast<double>(total.events) / static_cast<double>(total.snapshots) : 0.0;
   if (o.json) {
     std::cout << j.dump() << "\n";
   } else {

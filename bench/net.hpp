@@ -1,8 +1,10 @@
 #pragma once
 /// \file carom-bench --net: the real server (in process, real loopback TCP)
-/// with many viewers, measuring tick times with and without them and the
-/// latency from the end of a tick to its snapshot's arrival.
+/// with many viewers, measuring tick times with and without them, the
+/// latency from the end of a tick to its snapshot's arrival, and what the
+/// stream costs: bytes per body per snapshot as received, the server's egress.
 
+#include <cstdint>
 #include <string>
 
 #include "bench/scenes.hpp"
@@ -16,6 +18,11 @@ struct NetBenchOptions {
   double tick_hz = 60.0;
   int threads = 0;          ///< simulation threads
   bool body_tables = true;  ///< viewers ask for body tables (as carom-view does)
+  bool compact = true;      ///< viewers ask for the compact stream (false: --plain)
+  bool velocities = false;  ///< viewers ask for velocities
+  bool events = false;      ///< viewers ask for collision events (as carom-view does)
+  std::uint64_t settle = 0; ///< steps the world takes (paused, as fast as it can) before measuring
+  int relays = 0;           ///< viewers spread over this many relays, each a viewer of the server (0: none)
   bool json = false;
 };
 

@@ -21,6 +21,9 @@ struct ServerOptions {
   std::string scenario;                ///< .txtpb loaded at start ("" = empty world)
   std::string scenario_dir;            ///< where LoadScenario{name} looks
   std::string token;                   ///< controllers must present it; "" = loopback only
+  /// Not empty: every controller Hello is refused (PERMISSION_DENIED) with
+  /// this reason, token or not (a relay that cannot forward control).
+  std::string control_refused;
   bool insecure = false;               ///< allow a non-loopback bind without a token
   std::uint32_t max_bodies = 1u << 22; ///< spawn beyond this is refused
   std::uint32_t max_clients = 64;      ///< connections beyond this are refused

@@ -249,6 +249,11 @@ void Session::on_hello(const v1::Hello& hello) {
     return;
   }
   if (hello.role() == v1::ROLE_CONTROLLER) {
+    if (!opt.control_refused.empty()) {
+      spdlog::warn("session {} ({}): refused control: {}", id_, peer_, opt.control_refused);
+      fail(v1::PERMISSION_DENIED, opt.control_refused, "hello.role");
+      return;
+    }
     if (!opt.token.empty()) {
       if (!same_token(hello.token(), opt.token)) {
         spdlog::warn("session {} ({}): refused control: {} token", id_, peer_,

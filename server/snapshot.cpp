@@ -90,6 +90,7 @@ void capture_snapshot(const SimState& sim, unsigned needed, SnapshotCapture* out
   out->vy.assign(b.vy.begin(), b.vy.end());
   out->radius.assign(b.radius.begin(), b.radius.end());
   out->mass.assign(b.mass.begin(), b.mass.end());
+  out->state_hash.reset();
 }
 
 std::uint64_t hash_bodies(const SnapshotCapture& b) {
@@ -277,7 +278,7 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
   unsigned needed = c.needed;
   for (const auto& [variant, key] : c.keyed) needed |= 1u << variant;
   if (needed == 0) return;
-  const std::uint64_t state_hash = hash_bodies(c);
+  const std::uint64_t state_hash = c.state_hash ? *c.state_hash : hash_bodies(c);
   bool tables = false;
   for (int variant = 0; variant < kSnapshotVariants; ++variant) {
     tables = tables || ((needed & (1u << variant)) != 0 && (variant & kVariantBodyTables) != 0);

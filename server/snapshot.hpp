@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,10 @@ struct SnapshotCapture {
   /// threshold), each with its key: their frames are made per key, not in
   /// `needed`.
   std::vector<std::pair<int, StreamKey>> keyed;
+  /// The state hash to send, when the bodies are not the world's own (a
+  /// relay's are the upstream's quantized ones, which would hash otherwise);
+  /// unset: hash_bodies of this capture.
+  std::optional<std::uint64_t> state_hash;
   std::vector<TickEvent> events;  ///< since the last snapshot
   std::uint64_t events_dropped = 0;
   /// Tick-time samples taken since the previous capture, for the snapshot

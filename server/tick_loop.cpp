@@ -59,6 +59,7 @@ void TickLoop::run() {
     }
     save_if_due();
   }
+  answer(sim_.shown_tick());  // what was applied is answered before the Goodbye
 }
 
 TickLoop::Clock::time_point TickLoop::wake_time() const {
@@ -89,11 +90,13 @@ void TickLoop::on_commands(std::vector<PendingCommand>& commands, Clock::time_po
 }
 
 void TickLoop::apply_commands(std::vector<PendingCommand>& commands) {
-  // The commands of one tick boundary share the first snapshot that shows
-  // them: the next tick if the world runs after the last of them, else the
-  // current tick re-sent. So a spawn followed by a pause in one write names
-  // the tick that comes, not one that would only come after a resume.
-  std::vector<std::pair<std::weak_ptr<Session>, v1::CommandResult>> answers;
+  // A result names the first snapshot that shows what its command did: the
+  // next tick if the world runs on, else the current tick re-sent. Which one
+  // is known only when the world steps or stops: a pause may come in a later
+  // wake-up (a client's spawn and pause, sent in one write, can arrive in two
+  // reads). So while the world runs, results wait for the step (at most one
+  // tick); while paused they go at once.
+  std::vector<std::pair<std::weak_ptr<Session>, v1::CommandResult>>& answers = unanswered_;
   for (PendingCommand& p : commands) {
     v1::CommandResult result;
     const bool answered = sim_.apply(p.command, &result);
@@ -107,10 +110,15 @@ void TickLoop::apply_commands(std::vector<PendingCommand>& commands) {
       step_waiter_ = p.from;
     }
   }
-  for (auto& [from, result] : answers) {
-    result.set_tick(sim_.shown_tick());
+  if (sim_.paused()) answer(sim_.tick());
+}
+
+void TickLoop::answer(std::uint64_t tick) {
+  for (auto& [from, result] : unanswered_) {
+    result.set_tick(tick);
     send_result(from, std::move(result));
   }
+  unanswered_.clear();
 }
 
 void TickLoop::on_tick(Clock::time_point woke, bool running) {
@@ -118,6 +126,7 @@ void TickLoop::on_tick(Clock::time_point woke, bool running) {
   const auto t_step = Clock::now();
   sim_.step();
   const double step_s = std::chrono::duration<double>(Clock::now() - t_step).count();
+  answer(sim_.tick());
   collect_events();
   sim_.take_edited();
   hub_.take_resend();

@@ -75,6 +75,11 @@ class TickLoop {
   std::uint64_t events_dropped_ = 0;
   std::uint64_t snapshot_every_ = 1;
   std::weak_ptr<Session> step_waiter_;  // who sent the Step in progress
+  // Results of commands applied while the world ran, held until the tick
+  // that shows them is known: the next step's, or the current tick re-sent
+  // if a pause comes first (see apply_commands).
+  std::vector<std::pair<std::weak_ptr<Session>, v1::CommandResult>> unanswered_;
+  void answer(std::uint64_t tick);
   double tick_hz_ = 0.0;                // the rate the schedule follows
   Clock::time_point next_{};            // when the next tick is due
   Clock::time_point last_stream_{};     // the last snapshot or heartbeat

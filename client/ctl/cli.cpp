@@ -327,6 +327,11 @@ CommandLine::CommandLine() : app_("carom-ctl: send commands to a carom-server as
       ->type_name("S")
       ->check(finite_number())
       ->check(CLI::Range(0.0, kMaxSeconds));
+  auto* watch_bodies = watch_->add_flag(
+      "--bodies", watch_bodies_,
+      "ask for the bodies too, as a viewer gets them (the compact stream): adds bytes per body per snapshot");
+  watch_->add_flag("--plain", watch_plain_, "with --bodies: plain float positions instead of the compact stream")
+      ->needs(watch_bodies);
 
   play_ = app_.add_subcommand("play", "send a scenario file's script at its ticks, from the tick play starts at");
   play_->add_option("file", play_file_, "scenario file")->type_name("FILE")->required();
@@ -377,7 +382,7 @@ int CommandLine::run() const {
     return run_get_world(g, world_text_ ? WorldFormat::kText : world_json_ ? WorldFormat::kJson : WorldFormat::kTable);
   }
   if (stats_->parsed()) return run_stats(g, reset_timing_);
-  if (watch_->parsed()) return run_watch(g, watch_seconds_);
+  if (watch_->parsed()) return run_watch(g, watch_seconds_, watch_bodies_, watch_plain_);
   if (play_->parsed()) return run_play(g, play_file_, play_load_);
   return kExitUsage;
 }

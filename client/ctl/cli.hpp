@@ -118,6 +118,8 @@ class CommandLine {
   bool reset_timing_ = false;
   CLI::App* watch_ = nullptr;
   double watch_seconds_ = 0.0;
+  bool watch_bodies_ = false;
+  bool watch_plain_ = false;
   CLI::App* play_ = nullptr;
   std::string play_file_;
   bool play_load_ = false;

@@ -426,10 +426,11 @@ int run_stats(const Globals& g, bool reset_timing) {
   return run_one(g, command, [](const v1::CommandResult& r) { print_stats(stdout, r.stats()); });
 }
 
-int run_watch(const Globals& g, double seconds) {
+int run_watch(const Globals& g, double seconds, bool bodies, bool plain) {
   Session session(g);
   v1::SnapshotWishes wishes;
-  wishes.set_omit_bodies(true);
+  wishes.set_omit_bodies(!bodies);
+  session.connection().set_compact(!plain);
   if (!session.open(&wishes)) return kExitUsage;
   catch_interrupts();
   auto& connection = session.connection();
@@ -439,6 +440,7 @@ int run_watch(const Globals& g, double seconds) {
   auto last_message = start;
   std::uint64_t window_bytes = connection.bytes_received();
   std::uint64_t window_snapshots = 0;
+  std::uint64_t window_bodies = 0;  // summed over the window's snapshots
   v1::Stats stats;
   std::uint64_t tick = session.welcome().tick();
   bool paused = session.welcome().paused();
@@ -452,6 +454,7 @@ int run_watch(const Globals& g, double seconds) {
       if (message.has_snapshot()) {
         stats = message.snapshot().stats();
         ++window_snapshots;
+        window_bodies += static_cast<std::uint64_t>(message.snapshot().id_size());
       }
       if (!follow("watch", message, &tick, &paused)) return kExitUsage;
     } else if (!connection.connected()) {
@@ -479,7 +482,12 @@ int run_watch(const Globals& g, double seconds) {
         last_message = Clock::now();
       }
       const double snapshots_per_s = static_cast<double>(window_snapshots) / window;
-      const double kb_per_s = static_cast<double>(connection.bytes_received() - window_bytes) / window / 1e3;
+      const auto bytes = static_cast<double>(connection.bytes_received() - window_bytes);
+      const double kb_per_s = bytes / window / 1e3;
+      // What a snapshot cost as received; with the bodies, per body (a
+      // paused window also holds the get_stats reply: its few bytes count).
+      const double per_snapshot = window_snapshots > 0 ? bytes / static_cast<double>(window_snapshots) : 0.0;
+      const double per_body = window_bodies > 0 ? bytes / static_cast<double>(window_bodies) : 0.0;
       if (g.json) {
         nlohmann::ordered_json line = {{"tick", tick},
                                {"bodies", stats.bodies()},
@@ -489,17 +497,26 @@ int run_watch(const Globals& g, double seconds) {
                                {"step_ms", stats.step_seconds() * 1e3},
                                {"snapshots_per_s", snapshots_per_s},
                                {"kb_per_s", kb_per_s},
+                               {"bytes_per_snapshot", per_snapshot},
                                {"paused", paused}};
+        if (bodies) {
+          line["bytes_per_body"] = per_body;
+          line["compact"] = !plain;
+        }
         std::printf("%s\n", line.dump().c_str());
       } else {
-        std::printf("tick %llu  bodies %u  contacts %llu  KE %.5g J  step %.2f ms  %.1f snap/s  %.1f kB/s%s\n",
+        const std::string cost = bodies ? fmt::format("  {:.0f} B/snap  {:.2f} B/body{}", per_snapshot, per_body,
+                                                      plain ? " (plain)" : "")
+                                        : fmt::format("  {:.0f} B/snap", per_snapshot);
+        std::printf("tick %llu  bodies %u  contacts %llu  KE %.5g J  step %.2f ms  %.1f snap/s  %.1f kB/s%s%s\n",
                     ull(tick), stats.bodies(), ull(stats.contacts()), stats.kinetic_energy(),
-                    stats.step_seconds() * 1e3, snapshots_per_s, kb_per_s, paused ? "  paused" : "");
+                    stats.step_seconds() * 1e3, snapshots_per_s, kb_per_s, cost.c_str(), paused ? "  paused" : "");
       }
       std::fflush(stdout);
       window_start = Clock::now();
       window_bytes = connection.bytes_received();
       window_snapshots = 0;
+      window_bodies = 0;
     }
     if (seconds > 0 && seconds_since(start) >= seconds - 0.005) break;
   }

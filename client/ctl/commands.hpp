@@ -46,8 +46,10 @@ int run_load_world(const Globals& g, const std::string& file);
 enum class WorldFormat { kTable, kText, kJson };
 int run_get_world(const Globals& g, WorldFormat format);
 int run_stats(const Globals& g, bool reset_timing);
-/// One stats line per second for `seconds` (0 = until Ctrl-C).
-int run_watch(const Globals& g, double seconds);
+/// One stats line per second for `seconds` (0 = until Ctrl-C), with what the
+/// stream cost: kB/s and bytes per snapshot; with `bodies` the bodies travel
+/// too (compact unless `plain`) and the line adds bytes per body per snapshot.
+int run_watch(const Globals& g, double seconds, bool bodies, bool plain);
 /// Sends the script of a scenario file at its ticks; with `load`, first loads
 /// the scenario (without its script, which the server would run itself).
 int run_play(const Globals& g, const std::string& file, bool load);

@@ -217,6 +217,11 @@ lines=$(wc -l <"$work/out")
 contains "$work/out" "snap/s" "watch line"
 expect 0 "watch --json" -- c --json watch --seconds 1.5
 contains "$work/out" '"snapshots_per_s"' "watch --json"
+contains "$work/out" '"bytes_per_snapshot"' "watch --json"
+expect 0 "watch --bodies" -- c --json watch --bodies --seconds 1.5
+contains "$work/out" '"bytes_per_body"' "watch --bodies"
+contains "$work/out" '"compact":true' "watch --bodies"
+expect 2 "watch --plain without --bodies" -- c watch --plain --seconds 1
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed; server log:" >&2

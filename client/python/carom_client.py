@@ -27,11 +27,24 @@ the ids and radii travel in a BodyTable message only when they change, and
 receive() fills them back into each snapshot, so every snapshot has id, x, y
 and radius alike. Pass body_tables=False to get them in every snapshot.
 
+With body tables the client also asks for the compact stream
+(wishes.compact, docs/protocol.md "The compact stream"): positions (and
+velocities) quantized and delta-coded against the previous snapshot, about a
+quarter of the bytes for a moving world and almost nothing for one at rest.
+receive() decodes it into x, y (vx, vy) as Q x quantum, exactly the server's
+quantization of its own state; the integers themselves are in
+connection.positions and connection.velocities (Track) after each compact
+snapshot. Pass compact=False for the plain floats. Bad compact data (or a
+delta against a snapshot this connection did not get) raises CompactError
+and closes the connection. connection.last_snapshot_bytes is what the last
+snapshot cost on the wire (with the body table sent before it).
+
 As a program (the demo):
 
-    python3 carom_client.py --server HOST:PORT [--token T] [--snapshots N] [--spawn K] [--no-body-tables]
+    python3 carom_client.py --server HOST:PORT [--token T] [--snapshots N] [--spawn K] [--no-body-tables] [--no-compact]
 
-connects as a viewer and prints N snapshots (tick, bodies, state hash), then
+connects as a viewer and prints N snapshots (tick, bodies, state hash, bytes
+a body on the wire), then
 connects as a controller, spawns K bodies with a random-box generator,
 checks that the result is OK and waits until a snapshot shows every one of
 them. It exits 0 when all of that worked, 1 otherwise.
@@ -123,6 +136,7 @@ class FrameReader:
     def __init__(self, max_frame=MAX_SERVER_FRAME):
         self.max_frame = max_frame
         self._buffer = bytearray()
+        self.last_frame_size = 0  # the last frame's bytes on the wire, prefix included
 
     def feed(self, data):
         self._buffer += data
@@ -138,7 +152,133 @@ class FrameReader:
             return None
         frame = bytes(self._buffer[used:used + length])
         del self._buffer[:used + length]
+        self.last_frame_size = used + length
         return frame
+
+
+# --- the compact stream --------------------------------------------------------
+#
+# The decoder of docs/protocol.md "The compact stream", the same arithmetic as
+# the C++ reference (proto/src/compact.cpp) on Python ints: 64-bit wrapping
+# where C++ wraps, so even hostile bytes decode to the same values or the same
+# refusal.
+
+MAX_QUANTIZED = 1 << 52
+_WRAP = 1 << 63
+_MASK = (1 << 64) - 1
+
+
+class CompactError(CaromError):
+    """Compact data that cannot be decoded: truncated or corrupt bytes, or a
+    delta against a snapshot this connection does not have."""
+
+
+def quantize(value, quantum):
+    """round(value / quantum) to nearest, ties to even (Python's round on a
+    float), clamped to +-2**52; NaN gives 0. What the server sends for value."""
+    q = value / quantum
+    if q != q:
+        return 0
+    if q >= MAX_QUANTIZED:
+        return MAX_QUANTIZED
+    if q <= -MAX_QUANTIZED:
+        return -MAX_QUANTIZED
+    return round(q)
+
+
+def _int64(v):
+    """v wrapped to a signed 64-bit integer, as C++'s wrapping add and sub."""
+    return ((v + _WRAP) & _MASK) - _WRAP
+
+
+class Track:
+    """One channel's state at one end, in body-table order: quantized values
+    x, y and, for positions, each body's last change dx, dy (lists of ints)."""
+
+    __slots__ = ("id", "x", "y", "dx", "dy")
+
+    def __init__(self, ids=(), x=(), y=(), dx=(), dy=()):
+        self.id, self.x, self.y, self.dx, self.dy = list(ids), list(x), list(y), list(dx), list(dy)
+
+
+def _residuals(data, count):
+    """The `count` residuals the token stream `data` codes, as a list of ints.
+    Raises CompactError when it ends early, codes more, or a token is over 64
+    bits."""
+    out = []
+    append = out.append
+    pos, end = 0, len(data)
+    while len(out) < count:
+        token, shift = 0, 0
+        while True:
+            if pos == end:
+                raise CompactError("truncated: the stream ends inside the residuals")
+            byte = data[pos]
+            pos += 1
+            if shift == 63 and byte > 1:
+                raise CompactError("a token is longer than 64 bits")
+            token |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                break
+            shift += 7
+            if shift > 63:
+                raise CompactError("a token is longer than 64 bits")
+        if token & 1:
+            u = (token - 1) // 2 + 1
+            append(-(u >> 1) - 1 if u & 1 else u >> 1)
+        else:
+            zeros = token // 2 + 1
+            if zeros > count - len(out):
+                raise CompactError("a run of zeros goes past the last body")
+            out.extend([0] * zeros)
+    if pos != end:
+        raise CompactError("bytes left over after the last body")
+    return out
+
+
+def decode_track(position, baseline, ids, data):
+    """Decodes one channel's bytes (positions when `position`, else
+    velocities) for the bodies `ids` (sorted, the body table's order) against
+    `baseline` (the Track after the previous snapshot; None: a key frame).
+    Returns the new Track; raises CompactError on bad bytes."""
+    n = len(ids)
+    key = baseline is None
+    r = _residuals(bytes(data), 4 * n if key and position else 2 * n)
+    x, y = [0] * n, [0] * n
+    dx, dy = ([0] * n, [0] * n) if position else ([], [])
+    index = {} if key else {body: k for k, body in enumerate(baseline.id)}
+    last_x = last_y = 0
+    at = 0
+    previous_id = -1
+    for i in range(n):
+        body = ids[i]
+        if body <= previous_id:
+            raise CompactError("the body table's ids are not increasing")
+        previous_id = body
+        rx, ry = r[at], r[at + 1]
+        at += 2
+        k = index.get(body)
+        if k is not None:
+            bx, by = baseline.x[k], baseline.y[k]
+            if position:
+                qx = _int64(_int64(bx + baseline.dx[k]) + rx)
+                qy = _int64(_int64(by + baseline.dy[k]) + ry)
+                dx[i] = _int64(qx - bx)
+                dy[i] = _int64(qy - by)
+            else:
+                qx = _int64(bx + rx)
+                qy = _int64(by + ry)
+        else:
+            qx = _int64(last_x + rx)
+            qy = _int64(last_y + ry)
+            if position and key:
+                dx[i], dy[i] = r[at], r[at + 1]
+                at += 2
+        if not (-MAX_QUANTIZED <= qx <= MAX_QUANTIZED and -MAX_QUANTIZED <= qy <= MAX_QUANTIZED):
+            raise CompactError("a decoded value is beyond +-2^52 quanta (corrupt residuals)")
+        x[i], y[i] = qx, qy
+        last_x, last_y = qx, qy
+    return Track(ids, x, y, dx, dy)
 
 
 # --- connection ----------------------------------------------------------------
@@ -169,24 +309,32 @@ def parse_address(text):
 class Connection:
     """A blocking connection to carom-server. One thread at a time."""
 
-    def __init__(self, sock, body_tables=True):
+    def __init__(self, sock, body_tables=True, compact=True):
         self._sock = sock
         self._reader = FrameReader()
         self._next_request = 1
         self._body_tables = body_tables
+        self._compact = compact
         self._table = None  # the latest BodyTable
+        # The compact stream's state: the last compact snapshot's tick (None:
+        # none yet) and its decoded quantized values, what the next predicts from.
+        self._compact_tick = None
+        self.positions = None
+        self.velocities = None
+        self._frames_bytes = 0  # frames since the last snapshot returned
+        self.last_snapshot_bytes = 0
         self.welcome = None
         self.bytes_received = 0
 
     @classmethod
-    def open(cls, host, port, timeout=5.0, body_tables=True):
+    def open(cls, host, port, timeout=5.0, body_tables=True, compact=True):
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as error:
             raise CaromError("cannot connect to %s:%d: %s" % (host, port, error)) from error
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
-        return cls(sock, body_tables=body_tables)
+        return cls(sock, body_tables=body_tables, compact=compact)
 
     def __enter__(self):
         return self
@@ -212,7 +360,9 @@ class Connection:
     def receive(self, timeout=5.0):
         """The next ServerMessage; raises CaromError on timeout or a closed
         connection. BodyTable messages are kept, not returned: a snapshot
-        that refers to one comes back with its id and radius filled in."""
+        that refers to one comes back with its id and radius filled in, and a
+        compact one with x, y (vx, vy) decoded (CompactError when it cannot
+        be; the connection is then closed)."""
         deadline = time.monotonic() + timeout
         while True:
             frame = self._reader.next_frame()
@@ -223,13 +373,24 @@ class Connection:
                 except Exception as error:  # DecodeError; the stream is unusable after it
                     self.close()
                     raise CaromError("unreadable message from the server") from error
+                self._frames_bytes += self._reader.last_frame_size
                 kind = message.WhichOneof("kind")
                 if kind == "body_table":
                     self._table = message.body_table
                     continue
+                if kind == "snapshot":
+                    self.last_snapshot_bytes = self._frames_bytes
+                    self._frames_bytes = 0
                 if kind == "snapshot" and message.snapshot.body_table != 0:
                     snapshot = message.snapshot
                     table = self._table
+                    if (snapshot.HasField("compact") and table is not None
+                            and snapshot.body_table == table.epoch):
+                        try:
+                            self._decode_compact(snapshot, table)
+                        except CompactError as error:
+                            self.close()
+                            raise CompactError("compact snapshot of tick %d: %s" % (snapshot.tick, error)) from None
                     if table is None or table.epoch != snapshot.body_table or len(table.id) != len(snapshot.x):
                         self.close()
                         raise CaromError("snapshot of tick %d refers to body table %d, which this connection "
@@ -256,6 +417,38 @@ class Connection:
             self.bytes_received += len(data)
             self._reader.feed(data)
 
+    def _decode_compact(self, snapshot, table):
+        """Fills snapshot's x, y (vx, vy) from snapshot.compact against the
+        state after the last compact snapshot, and keeps the new state."""
+        c = snapshot.compact
+        if not (0.0 < c.position_quantum < float("inf")):
+            raise CompactError("position_quantum %r is not > 0" % c.position_quantum)
+        key = not c.HasField("baseline_tick")
+        if not key and c.baseline_tick != self._compact_tick:
+            raise CompactError("it is coded against tick %d, but the last compact snapshot here was %s"
+                               % (c.baseline_tick, "none" if self._compact_tick is None
+                                  else "tick %d" % self._compact_tick))
+        ids = list(table.id)
+        positions = decode_track(True, None if key else self.positions, ids, c.positions)
+        # velocity_quantum is set only when velocities are coded.
+        velocities = None
+        if c.velocity_quantum != 0.0:
+            if not (0.0 < c.velocity_quantum < float("inf")):
+                raise CompactError("velocity_quantum %r is not > 0" % c.velocity_quantum)
+            velocities = decode_track(False, None if key else self.velocities, ids, c.velocities)
+        self.positions = positions
+        if velocities is not None:
+            self.velocities = velocities
+        self._compact_tick = snapshot.tick
+        # As the C++ client: the double Q x quantum, stored as the float field.
+        q = c.position_quantum
+        snapshot.x[:] = [v * q for v in positions.x]
+        snapshot.y[:] = [v * q for v in positions.y]
+        if velocities is not None:
+            q = c.velocity_quantum
+            snapshot.vx[:] = [v * q for v in velocities.x]
+            snapshot.vy[:] = [v * q for v in velocities.y]
+
     def hello(self, role, token="", client_name="carom_client.py", wishes=None, timeout=5.0):
         """Sends Hello and returns the Welcome (raises ServerRefused when the
         server answers with an Error)."""
@@ -269,6 +462,8 @@ class Connection:
         snapshots = role == pb.ROLE_VIEWER or wishes is not None
         if self._body_tables and snapshots and not message.hello.wishes.omit_bodies:
             message.hello.wishes.body_tables = True
+            if self._compact:
+                message.hello.wishes.compact = True
         self.send(message)
         reply = self.receive(timeout)
         kind = reply.WhichOneof("kind")
@@ -327,11 +522,12 @@ class Connection:
                     raise ServerRefused(message.error)
 
 
-def connect(address, role, token="", client_name="carom_client.py", wishes=None, timeout=5.0, body_tables=True):
+def connect(address, role, token="", client_name="carom_client.py", wishes=None, timeout=5.0, body_tables=True,
+            compact=True):
     """Opens a connection to "host:port" and says Hello; the Welcome is in
-    .welcome."""
+    .welcome. compact=False: plain snapshots (body_tables=False implies it)."""
     host, port = parse_address(address)
-    connection = Connection.open(host, port, timeout, body_tables=body_tables)
+    connection = Connection.open(host, port, timeout, body_tables=body_tables, compact=compact)
     try:
         connection.hello(role, token=token, client_name=client_name, wishes=wishes, timeout=timeout)
     except Exception:
@@ -358,7 +554,7 @@ def spawn_box(params):
 def run_demo(args):
     # 1. A viewer: print N snapshots.
     with connect(args.server, pb.ROLE_VIEWER, client_name="carom_client.py viewer", timeout=args.timeout,
-                 body_tables=args.body_tables) as viewer:
+                 body_tables=args.body_tables, compact=args.compact) as viewer:
         welcome = viewer.welcome
         print("viewer: connected to %s (server %s, protocol %d, session %d, tick %d%s)"
               % (args.server, welcome.server_version, welcome.protocol_version, welcome.session_id,
@@ -366,7 +562,11 @@ def run_demo(args):
         shown = 0
         if args.snapshots > 0:
             for snapshot in viewer.snapshots(timeout=args.timeout):
-                print("snapshot tick %d bodies %d hash %016x" % (snapshot.tick, len(snapshot.id), snapshot.state_hash))
+                bodies = len(snapshot.id)
+                print("snapshot tick %d bodies %d hash %016x %s%d bytes%s"
+                      % (snapshot.tick, bodies, snapshot.state_hash,
+                         "compact " if snapshot.HasField("compact") else "", viewer.last_snapshot_bytes,
+                         " (%.2f a body)" % (viewer.last_snapshot_bytes / bodies) if bodies else ""))
                 shown += 1
                 if shown >= args.snapshots:
                     break
@@ -377,7 +577,7 @@ def run_demo(args):
     # 2. A controller that also asks for snapshots (with bodies), to see its spawn.
     wishes = pb.SnapshotWishes()
     with connect(args.server, pb.ROLE_CONTROLLER, token=args.token, client_name="carom_client.py controller",
-                 wishes=wishes, timeout=args.timeout, body_tables=args.body_tables) as controller:
+                 wishes=wishes, timeout=args.timeout, body_tables=args.body_tables, compact=args.compact) as controller:
         if not controller.welcome.control:
             raise CaromError("the server did not grant control (token?)")
         x0, y0, x1, y1 = spawn_box(controller.welcome.params)
@@ -421,7 +621,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=None, help="generator seed (default: random)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each step")
     parser.add_argument("--no-body-tables", dest="body_tables", action="store_false",
-                        help="ids and radii in every snapshot instead of in body tables")
+                        help="ids and radii in every snapshot instead of in body tables (and no compact stream)")
+    parser.add_argument("--no-compact", dest="compact", action="store_false",
+                        help="plain float positions instead of the compact stream")
     args = parser.parse_args(argv)
     try:
         return run_demo(args)

@@ -168,6 +168,7 @@ void Feed::run() {
       outbox_.clear();
       status_.snapshots_per_s = 0;
       status_.kbytes_per_s = 0;
+      status_.bytes_per_body = 0;
     }
     // A session that delivered a snapshot starts the backoff afresh; one that
     // ends before any (a server that accepts and drops) keeps growing it.
@@ -210,13 +211,19 @@ void Feed::serve(client::Connection* connection) {
     const std::int64_t now = client::monotonic_ns();
     if (now - last_rates > kSecond / 4) {
       last_rates = now;
-      byte_marks_.emplace_back(now, bytes_before_ + connection->bytes_received());
-      while (byte_marks_.size() > 2 && now - byte_marks_.front().first > kSecond) byte_marks_.pop_front();
+      byte_marks_.push_back({now, bytes_before_ + connection->bytes_received(), bodies_received_});
+      while (byte_marks_.size() > 2 && now - byte_marks_.front().time > kSecond) byte_marks_.pop_front();
       while (!snapshot_times_.empty() && now - snapshot_times_.front() > kSecond) snapshot_times_.pop_front();
-      const double span = static_cast<double>(byte_marks_.back().first - byte_marks_.front().first) / 1e9;
+      const ByteMark& first = byte_marks_.front();
+      const ByteMark& last = byte_marks_.back();
+      const double span = static_cast<double>(last.time - first.time) / 1e9;
+      const auto per_body = [](std::uint64_t bytes, std::uint64_t bodies) {
+        return bodies > 0 ? static_cast<double>(bytes) / static_cast<double>(bodies) : 0.0;
+      };
       std::lock_guard lock(mutex_);
-      status_.kbytes_per_s =
-          span > 0 ? static_cast<double>(byte_marks_.back().second - byte_marks_.front().second) / 1000.0 / span : 0;
+      status_.kbytes_per_s = span > 0 ? static_cast<double>(last.bytes - first.bytes) / 1000.0 / span : 0;
+      status_.bytes_per_body = per_body(last.bytes - first.bytes, last.bodies - first.bodies);
+      status_.bytes_per_body_all = per_body(last.bytes, last.bodies);
       status_.snapshots_per_s = static_cast<double>(snapshot_times_.size());
     }
     if (!got) {
@@ -234,6 +241,7 @@ void Feed::serve(client::Connection* connection) {
     switch (message.kind_case()) {
       case v1::ServerMessage::kSnapshot:
         snapshot_times_.push_back(now);
+        bodies_received_ += static_cast<std::uint64_t>(message.snapshot().id_size());
         push(std::move(*message.mutable_snapshot()));
         break;
       case v1::ServerMessage::kResult: {

@@ -41,6 +41,10 @@ struct FeedStatus {
   std::string note;              ///< the last command refusal or control refusal, for a few seconds
   double snapshots_per_s = 0.0;  ///< over the last second
   double kbytes_per_s = 0.0;     ///< received, kB (1000 bytes) per second, over the last second
+  /// What the stream costs: bytes received per body per snapshot, over the
+  /// last second and since the start (every message counted; 0 without bodies).
+  double bytes_per_body = 0.0;
+  double bytes_per_body_all = 0.0;
   std::uint64_t connection = 0;  ///< increases on every successful connect
   std::string server_version;
 };
@@ -104,8 +108,13 @@ class Feed {
   std::uint64_t next_request_ = 1;
   std::vector<std::pair<std::uint64_t, std::string>> pending_;  // request id, what
   std::deque<std::int64_t> snapshot_times_;                     // arrivals in the last second
-  std::deque<std::pair<std::int64_t, std::uint64_t>> byte_marks_;  // (time, total bytes)
-  std::uint64_t bytes_before_ = 0;  // bytes of earlier connections
+  struct ByteMark {
+    std::int64_t time;
+    std::uint64_t bytes, bodies;  // totals so far
+  };
+  std::deque<ByteMark> byte_marks_;
+  std::uint64_t bytes_before_ = 0;    // bytes of earlier connections
+  std::uint64_t bodies_received_ = 0;  // bodies of every snapshot so far, summed
 };
 
 }  // namespace carom::view

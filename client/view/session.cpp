@@ -31,10 +31,13 @@ std::string fixed(double value, int decimals) {
 
 double seconds_now() { return static_cast<double>(client::monotonic_ns()) * 1e-9; }
 
-void report_frame_rate(const Options& options, const char* what, int frames, double seconds, std::size_t bodies) {
+void report_frame_rate(const Options& options, const char* what, int frames, double seconds, std::size_t bodies,
+                       double bytes_per_body) {
   if (options.quiet || frames < 2 || seconds <= 0) return;
-  std::fprintf(stderr, "carom-view: %s: %d frames of the world in %.2f s = %.1f fps (%zu bodies)\n", what, frames,
-               seconds, frames / seconds, bodies);
+  std::fprintf(stderr,
+               "carom-view: %s: %d frames of the world in %.2f s = %.1f fps (%zu bodies, the stream %.2f bytes a "
+               "body a snapshot)\n",
+               what, frames, seconds, frames / seconds, bodies, bytes_per_body);
 }
 
 Session::Session(const Options& options) : options_(options), feed_(feed_options(options)) { feed_.start(); }
@@ -108,7 +111,9 @@ void Session::refresh_hud(std::int64_t now_ns) {
     line = "tick " + std::to_string(s.tick()) + " · " + std::to_string(bodies_.size()) + " bodies · " +
            fixed(fps, 1) + " fps · " + fixed(status_.snapshots_per_s, 0) + " snap/s · " +
            fixed(status_.kbytes_per_s, 0) + " kB/s · step " + fixed(s.stats().step_seconds() * 1e3, 2) +
-           " ms · KE " + ke + " J · " + (!status_.connected ? "disconnected" : s.paused() ? "paused" : "running");
+           " ms · KE " + ke + " J · " + (!status_.connected ? "disconnected" : s.paused() ? "paused" : "running") +
+           // After the state: a narrow terminal cuts the line's end.
+           " · " + fixed(status_.bytes_per_body, 2) + " B/body";
   } else {
     line = "no world yet · " + fixed(fps, 1) + " fps";
   }

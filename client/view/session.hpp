@@ -42,9 +42,11 @@ struct Options {
 /// Seconds of monotonic time since an arbitrary start.
 double seconds_now();
 
-/// "carom-view: WHAT: N frames of the world in S s = F fps (B bodies)" on
-/// stderr (unless --quiet): the figure the README quotes.
-void report_frame_rate(const Options& options, const char* what, int frames, double seconds, std::size_t bodies);
+/// "carom-view: WHAT: N frames of the world in S s = F fps (B bodies, the
+/// stream X bytes a body a snapshot)" on stderr (unless --quiet): the figures
+/// the README quotes.
+void report_frame_rate(const Options& options, const char* what, int frames, double seconds, std::size_t bodies,
+                       double bytes_per_body);
 
 class Session {
  public:
@@ -78,6 +80,8 @@ class Session {
   std::string problem() const;
   /// A short-lived note (a refused command), "" when none.
   std::string note() const { return status_.note; }
+  /// The feed as of the last frame (rates, the stream's bytes per body).
+  const FeedStatus& status() const { return status_; }
   /// Whether the user's commands can reach the server.
   bool control() const { return status_.control; }
 

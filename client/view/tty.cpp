@@ -392,7 +392,8 @@ int run_tty(const Options& options) {
     }
   }
   if (interactive) terminal.leave();
-  report_frame_rate(quiet_options, "terminal", drawn - 1, seconds_now() - first_world, session.bodies().size());
+  report_frame_rate(quiet_options, "terminal", drawn - 1, seconds_now() - first_world, session.bodies().size(),
+                    session.status().bytes_per_body_all);
   return status;
 }
 

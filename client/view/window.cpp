@@ -49,7 +49,8 @@ struct FrameBudget {
   }
   /// Frames per second since the first frame of the world (that one excluded).
   void report(const char* what, const Session& session) const {
-    report_frame_rate(options, what, drawn - 1, seconds_now() - first_world, session.bodies().size());
+    report_frame_rate(options, what, drawn - 1, seconds_now() - first_world, session.bodies().size(),
+                      session.status().bytes_per_body_all);
   }
 };
 

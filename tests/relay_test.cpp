@@ -1,0 +1,333 @@
+// carom-relay end to end: real carom-server and carom-relay processes over
+// real TCP. A viewer through two chained relays sees the direct viewer's
+// state hashes (and quantized positions) tick for tick; a relay whose
+// upstream dies keeps its viewers and resumes when a server is back on the
+// port; control through a relay needs the relay's token.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "carom/client/connection.hpp"
+#include "support/process.hpp"
+
+namespace carom {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+fs::path dir() {
+  const fs::path d = fs::temp_directory_path() / ("carom-relay-test-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+// carom-server or carom-relay (same --port and --port-file) on a free port
+// or the one given.
+struct Process : test::ServerProcess {
+  Process(const std::string& binary, std::vector<std::string> args, std::uint16_t port = 0)
+      : test::ServerProcess(binary, dir(), std::move(args), port) {}
+};
+
+Process server(std::vector<std::string> args = {}, std::uint16_t port = 0) {
+  args.insert(args.end(), {"--threads", "1", "--scenario", std::string(CAROM_SCENARIOS) + "/pile.txtpb"});
+  return Process(CAROM_SERVER_BIN, std::move(args), port);
+}
+
+Process relay(const std::string& upstream, std::vector<std::string> args = {}) {
+  args.insert(args.end(), {"--upstream", upstream, "--reconnect-max", "0.5"});
+  return Process(CAROM_RELAY_BIN, std::move(args));
+}
+
+client::Connection viewer(std::uint16_t port) {
+  client::Connection c;
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_VIEWER);
+  hello.set_client_name("relay_test");
+  EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
+  return c;
+}
+
+struct Seen {
+  std::uint64_t hash = 0;
+  std::vector<float> x, y;
+};
+
+// The snapshots of `c` for `seconds`, by tick.
+void collect(client::Connection& c, double seconds, std::map<std::uint64_t, Seen>* out) {
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  v1::ServerMessage m;
+  while (Clock::now() < end) {
+    ASSERT_TRUE(c.receive(&m, 5.0)) << c.error();
+    if (!m.has_snapshot()) continue;
+    const v1::Snapshot& s = m.snapshot();
+    (*out)[s.tick()] = Seen{s.state_hash(), {s.x().begin(), s.x().end()}, {s.y().begin(), s.y().end()}};
+  }
+}
+
+TEST(Relay, TwoChainedRelaysShowTheDirectViewersHashesTickForTick) {
+  Process s = server();
+  ASSERT_NE(s.port(), 0) << s.log();
+  Process r1 = relay(s.address());
+  ASSERT_NE(r1.port(), 0) << r1.log();
+  Process r2 = relay(r1.address());
+  ASSERT_NE(r2.port(), 0) << r2.log();
+  client::Connection direct = viewer(s.port());
+  client::Connection relayed = viewer(r2.port());
+  std::map<std::uint64_t, Seen> a, b;
+  // Read both in turns, so that neither falls behind and skips much.
+  for (int round = 0; round < 20; ++round) {
+    collect(direct, 0.05, &a);
+    collect(relayed, 0.05, &b);
+  }
+  int common = 0;
+  for (const auto& [tick, seen] : b) {
+    const auto it = a.find(tick);
+    if (it == a.end()) continue;
+    ++common;
+    EXPECT_EQ(seen.hash, it->second.hash) << "tick " << tick;
+    EXPECT_EQ(seen.x, it->second.x) << "tick " << tick;
+    EXPECT_EQ(seen.y, it->second.y) << "tick " << tick;
+  }
+  EXPECT_GT(common, 20) << a.size() << " direct, " << b.size() << " relayed snapshots";
+  EXPECT_GT(b.size(), 30u);
+}
+
+// Events: (a, b, point) of each event in a snapshot, by tick.
+using Events = std::map<std::uint64_t, std::vector<std::tuple<std::uint32_t, std::uint32_t, float, float>>>;
+
+void collect_events(client::Connection& c, double seconds, Events* out) {
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  v1::ServerMessage m;
+  while (Clock::now() < end) {
+    ASSERT_TRUE(c.receive(&m, 5.0)) << c.error();
+    if (!m.has_snapshot()) continue;
+    auto& events = (*out)[m.snapshot().tick()];
+    events.clear();
+    for (const v1::CollisionEvent& e : m.snapshot().events())
+      events.emplace_back(e.a(), e.b(), e.point().x(), e.point().y());
+  }
+}
+
+client::Connection event_viewer(std::uint16_t port) {
+  client::Connection c;
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_VIEWER);
+  hello.mutable_wishes()->set_events(true);
+  EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
+  return c;
+}
+
+TEST(Relay, AViewerWantingEventsGetsTheServersEvents) {
+  Process s = server();
+  ASSERT_NE(s.port(), 0) << s.log();
+  Process r = relay(s.address());
+  ASSERT_NE(r.port(), 0) << r.log();
+  // The relay asks for events upstream once a viewer here wants them.
+  client::Connection relayed = event_viewer(r.port());
+  v1::ServerMessage m;
+  bool events = false;
+  for (const auto end = Clock::now() + std::chrono::seconds(10); !events && Clock::now() < end;) {
+    ASSERT_TRUE(relayed.receive(&m, 5.0)) << relayed.error();
+    events = m.has_snapshot() && m.snapshot().events_size() > 0;
+  }
+  ASSERT_TRUE(events) << r.log();
+  client::Connection direct = event_viewer(s.port());
+  Events a, b;
+  for (int round = 0; round < 20; ++round) {
+    collect_events(direct, 0.05, &a);
+    collect_events(relayed, 0.05, &b);
+  }
+  int common = 0, with_events = 0;
+  for (const auto& [tick, list] : b) {
+    const auto it = a.find(tick);
+    if (it == a.end()) continue;
+    ++common;
+    with_events += list.empty() ? 0 : 1;
+    EXPECT_EQ(list, it->second) << "tick " << tick;
+  }
+  EXPECT_GT(common, 20);
+  EXPECT_GT(with_events, 5);
+}
+
+TEST(Relay, ViewersStayThroughAnUpstreamRestartAndResume) {
+  auto first = std::make_unique<Process>(server());
+  const std::uint16_t port = first->port();
+  ASSERT_NE(port, 0) << first->log();
+  Process r = relay(first->address());
+  ASSERT_NE(r.port(), 0) << r.log();
+  client::Connection c = viewer(r.port());
+  std::map<std::uint64_t, Seen> before;
+  collect(c, 0.5, &before);
+  ASSERT_FALSE(before.empty());
+
+  first->child().signal(SIGKILL);
+  ASSERT_NE(first->child().wait(10), -1);
+  first.reset();
+  // Upstream gone: the viewer stays connected and hears heartbeats.
+  int heartbeats = 0;
+  v1::ServerMessage m;
+  const auto quiet_end = Clock::now() + std::chrono::milliseconds(2500);
+  while (Clock::now() < quiet_end) {
+    ASSERT_TRUE(c.receive(&m, 3.0)) << c.error();
+    ASSERT_FALSE(m.has_goodbye() || m.has_error()) << m.DebugString();
+    heartbeats += m.has_heartbeat() ? 1 : 0;
+  }
+  EXPECT_GE(heartbeats, 1);
+
+  Process second = server({}, port);
+  ASSERT_EQ(second.port(), port) << second.log();
+  // The new server's stream comes through the same viewer connection; its
+  // ticks start again from the scenario.
+  client::Connection direct = viewer(port);
+  std::map<std::uint64_t, Seen> after, reference;
+  for (int round = 0; round < 40 && after.size() < 20; ++round) {
+    collect(c, 0.1, &after);
+    collect(direct, 0.05, &reference);
+  }
+  ASSERT_GE(after.size(), 20u) << r.log();
+  int common = 0;
+  for (const auto& [tick, seen] : after) {
+    const auto it = reference.find(tick);
+    if (it == reference.end()) continue;
+    ++common;
+    EXPECT_EQ(seen.hash, it->second.hash) << "tick " << tick;
+  }
+  EXPECT_GT(common, 5);
+}
+
+TEST(Relay, AViewerJoiningWhilePausedGetsTheCurrentTick) {
+  Process s = server();
+  ASSERT_NE(s.port(), 0) << s.log();
+  client::Connection ctl;
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_CONTROLLER);
+  ASSERT_TRUE(ctl.connect({"127.0.0.1", s.port()}, hello)) << ctl.error();
+  v1::Command pause;
+  pause.mutable_pause();
+  v1::CommandResult result;
+  ASSERT_TRUE(ctl.call(pause, &result)) << ctl.error();
+  ASSERT_EQ(result.code(), v1::OK) << result.message();
+  Process r = relay(s.address());
+  ASSERT_NE(r.port(), 0) << r.log();
+  // Paused, the server sends nothing new: each viewer's snapshot is the
+  // relay's re-send of the tick it has.
+  std::uint64_t tick = 0, hash = 0;
+  for (int i = 0; i < 2; ++i) {
+    client::Connection v = viewer(r.port());
+    v1::ServerMessage m;
+    do {
+      ASSERT_TRUE(v.receive(&m, 3.0)) << v.error() << r.log();
+    } while (!m.has_snapshot());
+    EXPECT_TRUE(m.snapshot().paused());
+    if (i == 0) {
+      tick = m.snapshot().tick();
+      hash = m.snapshot().state_hash();
+    } else {
+      EXPECT_EQ(m.snapshot().tick(), tick);
+      EXPECT_EQ(m.snapshot().state_hash(), hash);
+      EXPECT_TRUE(m.snapshot().events().empty());
+    }
+  }
+}
+
+v1::Command spawn_one(double x) {
+  v1::Command c;
+  v1::Body& b = *c.mutable_spawn()->add_bodies();
+  b.set_id(900001);
+  b.mutable_position()->set_x(x);
+  b.mutable_position()->set_y(50);
+  b.set_radius(0.5);
+  return c;
+}
+
+// A controller Hello to port with `token`; the Error when refused.
+bool control(std::uint16_t port, const std::string& token, client::Connection* c) {
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_CONTROLLER);
+  hello.set_token(token);
+  return c->connect({"127.0.0.1", port}, hello);
+}
+
+TEST(Relay, ControlNeedsTheRelaysTokenAndReachesTheServer) {
+  Process s = server({"--token", "server-secret"});
+  ASSERT_NE(s.port(), 0) << s.log();
+  Process r = relay(s.address(), {"--token", "relay-secret", "--upstream-token", "server-secret"});
+  ASSERT_NE(r.port(), 0) << r.log();
+  Process open = relay(s.address());  // no tokens: forwards nothing
+  ASSERT_NE(open.port(), 0) << open.log();
+
+  client::Connection c;
+  EXPECT_FALSE(control(r.port(), "", &c));
+  EXPECT_NE(c.error().find("UNAUTHENTICATED"), std::string::npos) << c.error();
+  EXPECT_FALSE(control(r.port(), "server-secret", &c));
+  EXPECT_NE(c.error().find("UNAUTHENTICATED"), std::string::npos) << c.error();
+  EXPECT_FALSE(control(open.port(), "relay-secret", &c));
+  EXPECT_NE(c.error().find("PERMISSION_DENIED"), std::string::npos) << c.error();
+
+  // A viewer of the relay may not command either.
+  client::Connection v = viewer(r.port());
+  v1::CommandResult result;
+  ASSERT_TRUE(v.call(spawn_one(30), &result)) << v.error();
+  EXPECT_EQ(result.code(), v1::PERMISSION_DENIED);
+
+  // Wait until the relay is connected upstream (a Welcome with the tick).
+  client::Connection ctl;
+  ASSERT_TRUE(control(r.port(), "relay-secret", &ctl)) << ctl.error();
+  EXPECT_TRUE(ctl.welcome().control());
+  v1::Command spawn = spawn_one(30);
+  spawn.set_request_id(77);
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    ASSERT_TRUE(ctl.call(spawn, &result)) << ctl.error();
+    if (result.code() != v1::FAILED_PRECONDITION) break;  // upstream not yet connected
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(result.request_id(), 77u);
+  ASSERT_EQ(result.code(), v1::OK) << result.message();
+  ASSERT_EQ(result.spawned().ids_size(), 1);
+  EXPECT_EQ(result.spawned().ids(0), 900001u);
+  // The server has it: a second spawn of that id, straight to the server, is refused.
+  client::Connection direct;
+  ASSERT_TRUE(control(s.port(), "server-secret", &direct)) << direct.error();
+  ASSERT_TRUE(direct.call(spawn_one(40), &result)) << direct.error();
+  EXPECT_EQ(result.code(), v1::ALREADY_EXISTS) << result.message();
+  // And the relay's viewers see it.
+  v1::ServerMessage m;
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; ++i) {
+    ASSERT_TRUE(v.receive(&m, 5.0)) << v.error();
+    if (!m.has_snapshot()) continue;
+    for (std::uint32_t id : m.snapshot().id()) seen = seen || id == 900001u;
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(Relay, AnUpstreamTokenTheServerRefusesStillRelaysTheStream) {
+  Process s = server({"--token", "server-secret"});
+  ASSERT_NE(s.port(), 0) << s.log();
+  Process r = relay(s.address(), {"--token", "relay-secret", "--upstream-token", "not-the-servers"});
+  ASSERT_NE(r.port(), 0) << r.log();
+  client::Connection v = viewer(r.port());
+  std::map<std::uint64_t, Seen> seen;
+  collect(v, 1.0, &seen);
+  EXPECT_GT(seen.size(), 10u) << r.log();
+  // Control is taken here, and refused upstream: the relay is a viewer there.
+  client::Connection ctl;
+  ASSERT_TRUE(control(r.port(), "relay-secret", &ctl)) << ctl.error();
+  v1::CommandResult result;
+  ASSERT_TRUE(ctl.call(spawn_one(30), &result)) << ctl.error();
+  EXPECT_EQ(result.code(), v1::PERMISSION_DENIED) << result.message();
+  EXPECT_NE(r.log().find("refused control"), std::string::npos) << r.log();
+}
+
+}  // namespace
+}  // namespace carom
