@@ -41,6 +41,7 @@ StreamKey stream_key(int variant, const CompactKey& compact, const v1::SnapshotW
   if ((variant & kVariantEvents) != 0) {
     key.min_event_speed = wishes.min_event_speed();
     key.max_events = wishes.max_events();
+    key.compact_events = (variant & kVariantCompact) != 0 && wishes.compact_events();
   }
   return key;
 }
@@ -298,7 +299,8 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
   for (SnapshotFrames::Keyed& entry : out->keyed) {
     if ((entry.variant & kVariantCompact) != 0) {
       auto bodies = chains_.advance(entry.key.compact, c);
-      make_header(c, timing, state_hash, entry.variant, entry.key, bodies.get(), epoch);
+      make_header(c, timing, state_hash, entry.variant, entry.key,
+                  entry.key.compact_events ? bodies.get() : nullptr, epoch);
       entry.snapshot = std::make_shared<const CompactSnapshot>(header_, std::move(bodies));
     } else {
       make_header(c, timing, state_hash, entry.variant, entry.key, nullptr, epoch);

@@ -63,6 +63,7 @@ struct StreamKey {
   CompactKey compact;
   double min_event_speed = 0.0;  ///< m/s, >= 0
   std::uint32_t max_events = 0;  ///< the hardest this many (0: all)
+  bool compact_events = false;   ///< events in Snapshot.compact_events (compact variants)
   bool operator==(const StreamKey&) const = default;
 };
 /// The key for `variant` from what a session asked for.

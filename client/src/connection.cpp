@@ -179,7 +179,10 @@ bool Connection::connect(const Address& address, v1::Hello hello, double timeout
   if (hello.protocol_version() == 0) hello.set_protocol_version(proto::kProtocolVersion);
   const bool snapshots = hello.role() == v1::ROLE_VIEWER || hello.has_wishes();
   if (body_tables_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_body_tables(true);
-  if (body_tables_ && compact_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_compact(true);
+  if (body_tables_ && compact_ && snapshots && !hello.wishes().omit_bodies()) {
+    hello.mutable_wishes()->set_compact(true);
+    hello.mutable_wishes()->set_compact_events(true);  // decoded in receive()
+  }
   v1::ClientMessage message;
   *message.mutable_hello() = std::move(hello);
   if (!send(message)) return false;
