@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <spdlog/spdlog.h>
@@ -343,6 +344,9 @@ void Relay::Impl::on_snapshot(v1::Snapshot& s) {
     te.event.point = {e.point().x(), e.point().y()};
     te.event.impulse = {e.impulse().x(), e.impulse().y()};
     te.tick = e.tick();
+    // No masses on the wire: the speed is unknown, so every threshold lets
+    // the event through (the upstream applied none: the relay asks for all).
+    te.speed = std::numeric_limits<double>::infinity();
     c.events.push_back(te);
   }
   c.events_dropped = s.events_dropped();
@@ -359,10 +363,9 @@ void Relay::Impl::on_snapshot(v1::Snapshot& s) {
 }
 
 void Relay::Impl::publish() {
-  capture.needed = hub.needed_variants();
-  capture.compact = hub.needed_compact();
+  capture.keyed = hub.needed_keyed(&capture.needed);
   last_stream = Clock::now();
-  if (capture.needed == 0 && capture.compact.empty()) return;
+  if (capture.needed == 0 && capture.keyed.empty()) return;
   // The upstream's Stats, timing figures included, are the snapshot's: no
   // window of our own to add.
   static const v1::Stats kNoTiming;

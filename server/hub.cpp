@@ -19,12 +19,12 @@ bool Hub::add(const std::shared_ptr<Session>& session, std::uint64_t* id) {
   return true;
 }
 
-void Hub::subscribe(std::uint64_t id, int variant, const CompactKey& compact) {
+void Hub::subscribe(std::uint64_t id, int variant, const StreamKey& key) {
   {
     std::lock_guard lock(sessions_mutex_);
     if (auto it = sessions_.find(id); it != sessions_.end()) {
       it->second.variant = variant;
-      it->second.compact = compact;
+      it->second.key = key;
     }
   }
   resend_.store(true);
@@ -59,12 +59,17 @@ unsigned Hub::needed_variants() const {
   return mask;
 }
 
-std::vector<std::pair<int, CompactKey>> Hub::needed_compact() const {
+std::vector<std::pair<int, StreamKey>> Hub::needed_keyed(unsigned* unkeyed) const {
   std::lock_guard lock(sessions_mutex_);
-  std::vector<std::pair<int, CompactKey>> out;
+  std::vector<std::pair<int, StreamKey>> out;
+  if (unkeyed != nullptr) *unkeyed = 0;
   for (const auto& [id, e] : sessions_) {
-    if (e.variant < 0 || (e.variant & kVariantCompact) == 0) continue;
-    const std::pair<int, CompactKey> want{e.variant, e.compact};
+    if (e.variant < 0) continue;
+    if (!SnapshotFrames::is_keyed(e.variant, e.key)) {
+      if (unkeyed != nullptr) *unkeyed |= 1u << e.variant;
+      continue;
+    }
+    const std::pair<int, StreamKey> want{e.variant, e.key};
     if (std::find(out.begin(), out.end(), want) == out.end()) out.push_back(want);
   }
   return out;
@@ -81,7 +86,7 @@ void Hub::broadcast(const SnapshotFrames& frames) {
   struct Target {
     std::shared_ptr<Session> session;
     int variant;
-    CompactKey compact;
+    StreamKey key;
   };
   std::vector<Target> targets;
   {
@@ -89,13 +94,16 @@ void Hub::broadcast(const SnapshotFrames& frames) {
     targets.reserve(sessions_.size());
     for (const auto& [id, e] : sessions_) {
       if (e.variant < 0) continue;
-      if (auto s = e.session.lock()) targets.push_back({std::move(s), e.variant, e.compact});
+      if (auto s = e.session.lock()) targets.push_back({std::move(s), e.variant, e.key});
     }
   }
   for (const Target& t : targets) {
     const auto table = (t.variant & kVariantBodyTables) != 0 ? frames.table : nullptr;
-    if ((t.variant & kVariantCompact) != 0) {
-      if (auto snapshot = frames.compact_for(t.variant, t.compact)) t.session->deliver_compact(std::move(snapshot), table);
+    if (SnapshotFrames::is_keyed(t.variant, t.key)) {
+      const SnapshotFrames::Keyed* keyed = frames.keyed_for(t.variant, t.key);
+      if (keyed == nullptr) continue;  // subscribed after the capture
+      if (keyed->snapshot) t.session->deliver_compact(keyed->snapshot, table);
+      if (keyed->frame) t.session->deliver_stream(keyed->frame, true, table);
       continue;
     }
     const auto& frame = frames.frames[static_cast<std::size_t>(t.variant)];

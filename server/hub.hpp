@@ -44,16 +44,18 @@ class Hub {
   /// Registers a new connection; false when --max-clients are connected.
   bool add(const std::shared_ptr<Session>& session, std::uint64_t* id);
   /// After a Hello: which snapshot variant the session wants (-1 = none),
-  /// and for a compact variant the key of its chain.
-  void subscribe(std::uint64_t id, int variant, const CompactKey& compact = {});
+  /// and its key (stream_key: the compact chain, the events' threshold).
+  void subscribe(std::uint64_t id, int variant, const StreamKey& key = {});
   void remove(std::uint64_t id);
   std::size_t clients() const;
   /// Waits until no session is registered or `timeout` passes; true when none is.
   bool wait_until_empty(std::chrono::steady_clock::duration timeout);
   /// Bit mask of the snapshot variants some session wants.
   unsigned needed_variants() const;
-  /// The compact variants some session wants, each with its key, once each.
-  std::vector<std::pair<int, CompactKey>> needed_compact() const;
+  /// The keyed variants some session wants (SnapshotFrames::is_keyed), each
+  /// with its key, once each; *unkeyed (when given) = the bit mask of the
+  /// variants some session wants without a key.
+  std::vector<std::pair<int, StreamKey>> needed_keyed(unsigned* unkeyed = nullptr) const;
   /// Sessions that want snapshots.
   std::size_t subscribers() const;
   /// Hands a tick's frames (and the body table, to the sessions that use
@@ -85,7 +87,7 @@ class Hub {
   struct Entry {
     std::weak_ptr<Session> session;
     int variant = -1;
-    CompactKey compact;  // with variant & kVariantCompact
+    StreamKey key;
   };
   ServerOptions options_;
   std::atomic<bool> closing_{false};

@@ -202,6 +202,11 @@ void Session::on_hello(const v1::Hello& hello) {
     }
     *out = value;
   }
+  if (const double speed = hello.wishes().min_event_speed(); !(std::isfinite(speed) && speed >= 0.0)) {
+    fail(v1::INVALID_ARGUMENT, "must be finite and >= 0 (m/s; 0: every event), got " + format_number(speed),
+         "hello.wishes.min_event_speed");
+    return;
+  }
   if (hello.role() == v1::ROLE_CONTROLLER) {
     if (!opt.control_refused.empty()) {
       spdlog::warn("session {} ({}): refused control: {}", id_, peer_, opt.control_refused);
@@ -246,7 +251,8 @@ void Session::on_hello(const v1::Hello& hello) {
   queue(frame_of(m));
   if (wants) {
     subscribed_ = true;
-    hub_.subscribe(id_, snapshot_variant(hello.wishes()), compact);
+    const int variant = snapshot_variant(hello.wishes());
+    hub_.subscribe(id_, variant, stream_key(variant, compact, hello.wishes()));
   }
 }
 

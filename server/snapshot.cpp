@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <span>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -31,6 +33,27 @@ int snapshot_variant(const v1::SnapshotWishes& wishes) {
   return (wishes.velocities() ? kVariantVelocities : 0) | (wishes.events() ? kVariantEvents : 0) |
          (omit ? kVariantOmitBodies : 0) | ((wishes.body_tables() || compact) && !omit ? kVariantBodyTables : 0) |
          (compact ? kVariantCompact : 0);
+}
+
+StreamKey stream_key(int variant, const CompactKey& compact, const v1::SnapshotWishes& wishes) {
+  StreamKey key;
+  if ((variant & kVariantCompact) != 0) key.compact = compact;
+  if ((variant & kVariantEvents) != 0) {
+    key.min_event_speed = wishes.min_event_speed();
+    key.max_events = wishes.max_events();
+    key.compact_events = (variant & kVariantCompact) != 0 && wishes.compact_events();
+  }
+  return key;
+}
+
+double event_speed(const BodiesView& bodies, const CollisionEvent& event) {
+  auto mass = [&](BodyId id) {
+    const auto it = std::lower_bound(bodies.id.begin(), bodies.id.end(), id);
+    return it != bodies.id.end() && *it == id ? bodies.mass[static_cast<std::size_t>(it - bodies.id.begin())] : 0.0;
+  };
+  const double ma = mass(event.a), mb = mass(event.b);
+  if (!(ma > 0.0 && mb > 0.0)) return std::numeric_limits<double>::infinity();
+  return std::hypot(event.impulse.x, event.impulse.y) * (1.0 / ma + 1.0 / mb);
 }
 
 void SnapshotCapture::absorb(SnapshotCapture& older, std::size_t max_events) {
@@ -145,44 +168,58 @@ std::shared_ptr<const BodyTableFrame> SnapshotEncoder::table_for(const SnapshotC
   return table_;
 }
 
-void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, SnapshotFrames* out) {
-  out->tick = c.tick;
-  out->frames.fill(nullptr);
-  out->table = nullptr;
-  out->compact.clear();
-  for (const auto& [variant, key] : c.compact) out->compact.push_back({variant, key, nullptr});
-  unsigned needed = c.needed;
-  for (const auto& [variant, key] : c.compact) needed |= 1u << variant;
-  if (needed == 0) return;
-  const std::uint64_t state_hash = c.state_hash ? *c.state_hash : hash_bodies(c);
-  bool tables = false;
-  for (int variant = 0; variant < kSnapshotVariants; ++variant) {
-    tables = tables || ((needed & (1u << variant)) != 0 && (variant & kVariantBodyTables) != 0);
-  }
-  if (tables) out->table = table_for(c);
-  const std::size_t id_payload = ids_payload(c.id);
-  for (int variant = 0; variant < kSnapshotVariants; ++variant) {
-    if ((needed & (1u << variant)) == 0) continue;
-    const bool velocities = (variant & kVariantVelocities) != 0, events = (variant & kVariantEvents) != 0,
-               omit = (variant & kVariantOmitBodies) != 0, in_table = (variant & kVariantBodyTables) != 0;
-    v1::Snapshot s;
-    s.set_tick(c.tick);
-    s.set_time(c.time);
-    s.set_server_time_ns(c.server_time_ns);
-    s.set_state_hash(state_hash);
-    s.set_paused(c.paused);
-    v1::Bounds& b = *s.mutable_bounds();
-    b.set_walled(c.bounds.walled);
-    b.mutable_min()->set_x(c.bounds.min.x);
-    b.mutable_min()->set_y(c.bounds.min.y);
-    b.mutable_max()->set_x(c.bounds.max.x);
-    b.mutable_max()->set_y(c.bounds.max.y);
-    *s.mutable_stats() = timing;
-    s.mutable_stats()->MergeFrom(c.stats);
-    if (in_table) s.set_body_table(out->table->epoch);
-    if (events) {
-      s.mutable_events()->Reserve(static_cast<int>(c.events.size()));
-      for (const TickEvent& te : c.events) {
+void SnapshotEncoder::select_events(const SnapshotCapture& c, const StreamKey& key) {
+  selected_.clear();
+  for (std::size_t i = 0; i < c.events.size(); ++i)
+    if (c.events[i].speed >= key.min_event_speed) selected_.push_back(static_cast<std::uint32_t>(i));
+  if (key.max_events == 0 || selected_.size() <= key.max_events) return;
+  // The hardest, ties to the earlier; then back in their order.
+  const auto harder = [&](std::uint32_t i, std::uint32_t j) {
+    return c.events[i].speed != c.events[j].speed ? c.events[i].speed > c.events[j].speed : i < j;
+  };
+  std::nth_element(selected_.begin(), selected_.begin() + key.max_events, selected_.end(), harder);
+  selected_.resize(key.max_events);
+  std::sort(selected_.begin(), selected_.end());
+}
+
+void SnapshotEncoder::make_header(const SnapshotCapture& c, const v1::Stats& timing, std::uint64_t state_hash,
+                                  int variant, const StreamKey& key, const CompactBodies* compact,
+                                  std::uint64_t table_epoch) {
+  v1::Snapshot s;
+  s.set_tick(c.tick);
+  s.set_time(c.time);
+  s.set_server_time_ns(c.server_time_ns);
+  s.set_state_hash(state_hash);
+  s.set_paused(c.paused);
+  v1::Bounds& b = *s.mutable_bounds();
+  b.set_walled(c.bounds.walled);
+  b.mutable_min()->set_x(c.bounds.min.x);
+  b.mutable_min()->set_y(c.bounds.min.y);
+  b.mutable_max()->set_x(c.bounds.max.x);
+  b.mutable_max()->set_y(c.bounds.max.y);
+  *s.mutable_stats() = timing;
+  s.mutable_stats()->MergeFrom(c.stats);
+  if ((variant & kVariantBodyTables) != 0) s.set_body_table(table_epoch);
+  if ((variant & kVariantEvents) != 0) {
+    s.set_events_dropped(c.events_dropped);
+    select_events(c, key);
+    if (compact != nullptr) {
+      compact_events_.clear();
+      const double quantum = compact->key.position_quantum;
+      for (const std::uint32_t i : selected_) {
+        const TickEvent& te = c.events[i];
+        compact_events_.push_back({te.tick, te.event.a, te.event.b, proto::quantize(te.event.point.x, quantum),
+                                   proto::quantize(te.event.point.y, quantum),
+                                   proto::to_bfloat16(te.event.impulse.x), proto::to_bfloat16(te.event.impulse.y)});
+      }
+      if (!compact_events_.empty()) {
+        v1::CompactEvents& ce = *s.mutable_compact_events();
+        proto::encode_events(compact_events_, c.tick, compact->positions, ce.mutable_events(),
+                             ce.mutable_impulses());
+      }
+    } else {
+      for (const std::uint32_t i : selected_) {
+        const TickEvent& te = c.events[i];
         v1::CollisionEvent& e = *s.add_events();
         e.set_a(te.event.a);
         e.set_b(te.event.b);
@@ -192,47 +229,83 @@ void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, 
         e.mutable_impulse()->set_y(te.event.impulse.y);
         e.set_tick(te.tick);
       }
-      s.set_events_dropped(c.events_dropped);
     }
-    s.SerializeToString(&header_);
-    if ((variant & kVariantCompact) != 0) {
-      // The bodies come from the chain of each key; the header is shared.
-      for (SnapshotFrames::Compact& entry : out->compact) {
-        if (entry.variant != variant) continue;
-        entry.snapshot = std::make_shared<const CompactSnapshot>(header_, chains_.advance(entry.key, c));
-      }
-      continue;
+  }
+  s.SerializeToString(&header_);
+}
+
+std::shared_ptr<const std::string> SnapshotEncoder::plain_frame(const SnapshotCapture& c, int variant,
+                                                                std::size_t id_payload) const {
+  const bool velocities = (variant & kVariantVelocities) != 0, omit = (variant & kVariantOmitBodies) != 0,
+             in_table = (variant & kVariantBodyTables) != 0;
+  // The body arrays, fields 4..9 of Snapshot.
+  const std::size_t floats = omit ? 0 : 4 * c.x.size();
+  std::size_t size = header_.size();
+  if (!omit) {
+    if (!in_table) size += packed_size(4, id_payload) + packed_size(7, floats);
+    size += packed_size(5, floats) + packed_size(6, floats);
+    if (velocities) size += packed_size(8, floats) + packed_size(9, floats);
+  }
+  // ServerMessage{snapshot = 2}, delimited.
+  const std::size_t message = varint_size(tag(2)) + varint_size(size) + size;
+  auto frame = std::make_shared<std::string>();
+  frame->resize(varint_size(message) + message);
+  char* p = frame->data();
+  p = put_varint(p, message);
+  p = put_varint(p, tag(2));
+  p = put_varint(p, size);
+  std::memcpy(p, header_.data(), header_.size());
+  p += header_.size();
+  if (!omit) {
+    if (!in_table) p = put_ids(p, 4, c.id, id_payload);
+    p = put_floats(p, 5, c.x);
+    p = put_floats(p, 6, c.y);
+    if (!in_table) p = put_floats(p, 7, c.radius);
+    if (velocities) {
+      p = put_floats(p, 8, c.vx);
+      p = put_floats(p, 9, c.vy);
     }
-    // The body arrays, fields 4..9 of Snapshot.
-    const std::size_t floats = omit ? 0 : 4 * c.x.size();
-    std::size_t size = header_.size();
-    if (!omit) {
-      if (!in_table) size += packed_size(4, id_payload) + packed_size(7, floats);
-      size += packed_size(5, floats) + packed_size(6, floats);
-      if (velocities) size += packed_size(8, floats) + packed_size(9, floats);
+  }
+  assert(p == frame->data() + frame->size());
+  return frame;
+}
+
+void SnapshotEncoder::encode(const SnapshotCapture& c, const v1::Stats& timing, SnapshotFrames* out) {
+  out->tick = c.tick;
+  out->frames.fill(nullptr);
+  out->table = nullptr;
+  out->keyed.clear();
+  for (const auto& [variant, key] : c.keyed) out->keyed.push_back({variant, key, nullptr, nullptr});
+  unsigned needed = c.needed;
+  for (const auto& [variant, key] : c.keyed) needed |= 1u << variant;
+  if (needed == 0) return;
+  const std::uint64_t state_hash = c.state_hash ? *c.state_hash : hash_bodies(c);
+  bool tables = false;
+  for (int variant = 0; variant < kSnapshotVariants; ++variant) {
+    tables = tables || ((needed & (1u << variant)) != 0 && (variant & kVariantBodyTables) != 0);
+  }
+  if (tables) out->table = table_for(c);
+  const std::uint64_t epoch = out->table ? out->table->epoch : 0;
+  const std::size_t id_payload = ids_payload(c.id);
+  // Plain variants without a threshold, one frame each; compact variants are
+  // all keyed, so a bit of theirs in `needed` makes no frame here.
+  for (int variant = 0; variant < kSnapshotVariants; ++variant) {
+    if ((c.needed & (1u << variant)) == 0 || (variant & kVariantCompact) != 0) continue;
+    make_header(c, timing, state_hash, variant, StreamKey{}, nullptr, epoch);
+    out->frames[static_cast<std::size_t>(variant)] = plain_frame(c, variant, id_payload);
+  }
+  // Keyed variants: the bodies come from the chain of each compact key, the
+  // events through each threshold.
+  for (SnapshotFrames::Keyed& entry : out->keyed) {
+    if ((entry.variant & kVariantCompact) != 0) {
+      auto bodies = chains_.advance(entry.key.compact, c);
+      make_header(c, timing, state_hash, entry.variant, entry.key,
+                  entry.key.compact_events ? bodies.get() : nullptr, epoch);
+      entry.snapshot = std::make_shared<const CompactSnapshot>(header_, std::move(bodies));
+    } else {
+      make_header(c, timing, state_hash, entry.variant, entry.key, nullptr, epoch);
+      entry.frame = plain_frame(c, entry.variant, id_payload);
     }
-    // ServerMessage{snapshot = 2}, delimited.
-    const std::size_t message = varint_size(tag(2)) + varint_size(size) + size;
-    auto frame = std::make_shared<std::string>();
-    frame->resize(varint_size(message) + message);
-    char* p = frame->data();
-    p = put_varint(p, message);
-    p = put_varint(p, tag(2));
-    p = put_varint(p, size);
-    std::memcpy(p, header_.data(), header_.size());
-    p += header_.size();
-    if (!omit) {
-      if (!in_table) p = put_ids(p, 4, c.id, id_payload);
-      p = put_floats(p, 5, c.x);
-      p = put_floats(p, 6, c.y);
-      if (!in_table) p = put_floats(p, 7, c.radius);
-      if (velocities) {
-        p = put_floats(p, 8, c.vx);
-        p = put_floats(p, 9, c.vy);
-      }
-    }
-    assert(p == frame->data() + frame->size());
-    out->frames[static_cast<std::size_t>(variant)] = std::move(frame);
   }
   chains_.end_tick();
 }

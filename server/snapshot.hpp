@@ -45,7 +45,29 @@ static_assert(kEventVariants == 0xccccccccu);
 struct TickEvent {
   CollisionEvent event;
   std::uint64_t tick = 0;
+  /// |impulse| (1/m_a + 1/m_b), m/s: how much the impact changed the pair's
+  /// relative normal velocity (wishes.min_event_speed is compared with it).
+  double speed = 0.0;
 };
+
+/// The speed of `event` for TickEvent, from the masses in `bodies` (sorted by
+/// id) right after the step that produced it; +infinity when a body is gone
+/// (never filtered out).
+double event_speed(const BodiesView& bodies, const CollisionEvent& event);
+
+/// What a session's snapshot bytes depend on besides the tick and its
+/// variant: the compact chain (compact variants) and the events' threshold
+/// (event variants). Normalized: the parts a variant does not use are
+/// default, so sessions that get the same bytes have equal keys.
+struct StreamKey {
+  CompactKey compact;
+  double min_event_speed = 0.0;  ///< m/s, >= 0
+  std::uint32_t max_events = 0;  ///< the hardest this many (0: all)
+  bool compact_events = false;   ///< events in Snapshot.compact_events (compact variants)
+  bool operator==(const StreamKey&) const = default;
+};
+/// The key for `variant` from what a session asked for.
+StreamKey stream_key(int variant, const CompactKey& compact, const v1::SnapshotWishes& wishes);
 
 /// Everything a tick's snapshots are made of, copied out of the World on the
 /// simulation thread so that hashing and encoding can run elsewhere. Buffers
@@ -62,13 +84,14 @@ struct SnapshotCapture {
   /// exactly these bits, the snapshot sends them as floats.
   std::vector<std::uint32_t> id;
   std::vector<double> x, y, vx, vy, radius, mass;
+  /// The keyed variants wanted (compact ones, and plain ones with an events
+  /// threshold), each with its key: their frames are made per key, not in
+  /// `needed`.
+  std::vector<std::pair<int, StreamKey>> keyed;
   /// The state hash to send, when the bodies are not the world's own (a
   /// relay's are the upstream's quantized ones, which would hash otherwise);
   /// unset: hash_bodies of this capture.
   std::optional<std::uint64_t> state_hash;
-  /// The compact variants wanted, each with the chain key its sessions ask
-  /// for (a compact variant's frames are made per key, not in `needed`).
-  std::vector<std::pair<int, CompactKey>> compact;
   std::vector<TickEvent> events;  ///< since the last snapshot
   std::uint64_t events_dropped = 0;
   /// Tick-time samples taken since the previous capture, for the snapshot
@@ -104,18 +127,24 @@ struct SnapshotFrames {
   std::uint64_t tick = 0;
   std::array<std::shared_ptr<const std::string>, kSnapshotVariants> frames;
   std::shared_ptr<const BodyTableFrame> table;
-  /// Compact variants: one snapshot per (variant, key) in capture.compact.
-  struct Compact {
+  /// Keyed variants: one per (variant, key) in capture.keyed; a compact
+  /// snapshot for compact variants, a frame for the others.
+  struct Keyed {
     int variant = 0;
-    CompactKey key;
+    StreamKey key;
+    std::shared_ptr<const std::string> frame;
     std::shared_ptr<const CompactSnapshot> snapshot;
   };
-  std::vector<Compact> compact;
-  /// The compact snapshot for a session's variant and key, or null.
-  std::shared_ptr<const CompactSnapshot> compact_for(int variant, const CompactKey& key) const {
-    for (const Compact& c : compact)
-      if (c.variant == variant && c.key == key) return c.snapshot;
+  std::vector<Keyed> keyed;
+  /// The entry for a session's variant and key, or null.
+  const Keyed* keyed_for(int variant, const StreamKey& key) const {
+    for (const Keyed& k : keyed)
+      if (k.variant == variant && k.key == key) return &k;
     return nullptr;
+  }
+  /// Whether a session of `variant` with `key` is served from `keyed`.
+  static bool is_keyed(int variant, const StreamKey& key) {
+    return (variant & kVariantCompact) != 0 || key.min_event_speed > 0.0 || key.max_events > 0;
   }
 };
 
@@ -129,6 +158,14 @@ class SnapshotEncoder {
 
  private:
   std::shared_ptr<const BodyTableFrame> table_for(const SnapshotCapture& capture);
+  // header_ = the variant's Snapshot without bodies; its events those of at
+  // least min_event_speed, coded against `compact` when that is given.
+  void make_header(const SnapshotCapture& c, const v1::Stats& timing, std::uint64_t state_hash, int variant,
+                   const StreamKey& key, const CompactBodies* compact, std::uint64_t table_epoch);
+  // selected_ = the indices in c.events of the events `key` lets through.
+  void select_events(const SnapshotCapture& c, const StreamKey& key);
+  // A plain variant's frame: header_ and the body arrays.
+  std::shared_ptr<const std::string> plain_frame(const SnapshotCapture& c, int variant, std::size_t id_payload) const;
 
   CompactChains chains_;
   std::uint64_t next_epoch_ = 1;
@@ -136,6 +173,8 @@ class SnapshotEncoder {
   std::vector<float> table_radius_, radius_scratch_;
   std::shared_ptr<const BodyTableFrame> table_;
   std::string header_;
+  std::vector<proto::CompactEvent> compact_events_;
+  std::vector<std::uint32_t> selected_;
 };
 
 /// CLOCK_MONOTONIC in nanoseconds (the clock of server_time_ns).

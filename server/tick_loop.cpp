@@ -153,12 +153,13 @@ void TickLoop::on_tick(Clock::time_point woke, bool running) {
 void TickLoop::collect_events() {
   if (!(hub_.needed_variants() & kEventVariants)) return;
   const World& world = sim_.world();
+  const BodiesView bodies = world.bodies();
   for (const CollisionEvent& e : world.events()) {
     if (events_.size() >= SnapshotPublisher::kMaxEvents) {
       ++events_dropped_;
       continue;
     }
-    events_.push_back(TickEvent{e, sim_.tick()});
+    events_.push_back(TickEvent{e, sim_.tick(), event_speed(bodies, e)});
   }
   events_dropped_ += world.stats().events_dropped;
 }
@@ -207,7 +208,7 @@ void TickLoop::publish_snapshot(std::optional<v1::CommandResult> after) {
   // are the snapshot thread's.
   std::unique_ptr<SnapshotCapture> c = publisher_.buffer();
   capture_snapshot(sim_, needed, c.get());
-  c->compact = hub_.needed_compact();
+  c->keyed = hub_.needed_keyed(&c->needed);
   c->server_time_ns = monotonic_ns();
   sim_.fill_stats(&c->stats);
   c->stats.set_clients(static_cast<std::uint32_t>(hub_.clients()));

@@ -181,5 +181,98 @@ TEST(Compact, TruncatedOrCorruptBytesAreRefusedWithoutACrash) {
   }
 }
 
+TEST(CompactEvents, BfloatIsTheRoundedHighHalfOfTheFloat) {
+  EXPECT_EQ(to_bfloat16(1.0), 0x3f80);
+  EXPECT_EQ(to_bfloat16(-2.0), 0xc000);
+  EXPECT_EQ(from_bfloat16(0x3f80), 1.0f);
+  EXPECT_EQ(to_bfloat16(1.0 + 1.0 / 256.0), 0x3f80);  // a tie: to even
+  EXPECT_EQ(to_bfloat16(1.0 + 3.0 / 256.0), 0x3f82);  // a tie: to even, up
+  EXPECT_EQ(to_bfloat16(1.0 + 1.5 / 128.0), 0x3f82);
+  EXPECT_TRUE(std::isnan(from_bfloat16(to_bfloat16(std::nan("")))));
+  EXPECT_TRUE(std::isinf(from_bfloat16(to_bfloat16(1e39))));
+  for (double v : {0.37, -123.456, 1e-20, 7e5}) EXPECT_LE(std::abs(from_bfloat16(to_bfloat16(v)) - v), std::abs(v) / 256);
+}
+
+// The bytes of two events, worked out by hand (docs/protocol.md, "Compact
+// events"): the first predicted at its bodies' midpoint, the second (a body
+// not in the snapshot) at the first's point.
+TEST(CompactEvents, FormatIsPinned) {
+  Track pos;
+  advance_track(Channel::kPosition, nullptr, Ids{3, 7}, Ints{10, 21}, Ints{-4, -4}, &pos);
+  const std::vector<CompactEvent> in{{100, 3, 7, 16, -3, 0x3f80, 0xc000}, {99, 7, 9, 16, -3, 0, 1}};
+  std::string events, impulses;
+  encode_events(in, 100, pos, &events, &impulses);
+  // Event 1: age 0 (zero), a 3 (zigzag 6: token 11), b - a 4 (zigzag 8:
+  // token 15), x 16 - (10 + 21) >> 1 = 1 (token 3), y -3 - -4 = 1 (token 3).
+  // Event 2: age 1 - 0 = 1 (token 3), a 7 - 3 = 4 (token 15), b - a 2
+  // (zigzag 4: token 7), x 16 - 16, y -3 - -3: two zeros (token 2).
+  EXPECT_EQ(events, std::string("\x00\x0b\x0f\x03\x03\x03\x0f\x07\x02", 9));
+  EXPECT_EQ(impulses, std::string("\x80\x3f\x00\xc0\x00\x00\x01\x00", 8));
+  std::vector<CompactEvent> out;
+  ASSERT_EQ(decode_events(events, impulses, 100, pos, &out), "");
+  EXPECT_EQ(out, in);
+}
+
+TEST(CompactEvents, RoundTripIsExactAndCorruptBytesAreRefused) {
+  SplitMix64 rng(16);
+  Track pos;
+  Ids id;
+  Ints x, y;
+  for (std::uint32_t i = 1; i <= 300; ++i) {
+    if (rng.next() % 4 == 0) continue;
+    id.push_back(i);
+    x.push_back(static_cast<std::int64_t>(rng.next() % 200000) - 100000);
+    y.push_back(static_cast<std::int64_t>(rng.next() % 200000));
+  }
+  advance_track(Channel::kPosition, nullptr, id, x, y, &pos);
+  std::vector<CompactEvent> in;
+  for (int k = 0; k < 2000; ++k) {
+    CompactEvent e;
+    e.tick = 5000 - static_cast<std::uint64_t>(k < 1000 ? 3 : k < 1500 ? 1 : 0);
+    e.a = static_cast<std::uint32_t>(1 + rng.next() % 320);
+    e.b = e.a + 1 + static_cast<std::uint32_t>(rng.next() % 20);
+    e.x = static_cast<std::int64_t>(rng.next() % 300000) - 150000;
+    e.y = static_cast<std::int64_t>(rng.next() % 300000);
+    e.ix = static_cast<std::uint16_t>(rng.next());
+    e.iy = static_cast<std::uint16_t>(rng.next());
+    in.push_back(e);
+  }
+  in.push_back({0, 0, 0xffffffffu, kMaxQuantized, -kMaxQuantized, 0xffff, 0});  // the extremes
+  std::string events, impulses;
+  encode_events(in, 5000, pos, &events, &impulses);
+  std::vector<CompactEvent> out;
+  ASSERT_EQ(decode_events(events, impulses, 5000, pos, &out), "");
+  ASSERT_EQ(out, in);
+  // Nothing at all is no events.
+  ASSERT_EQ(decode_events("", "", 7, pos, &out), "");
+  EXPECT_TRUE(out.empty());
+
+  // Truncated anywhere, bytes left over, an impulse missing: refused.
+  for (std::size_t cut = 0; cut < events.size(); cut += 97)
+    EXPECT_NE(decode_events(events.substr(0, cut), impulses, 5000, pos, &out), "") << cut;
+  EXPECT_NE(decode_events(events + '\x01', impulses, 5000, pos, &out), "");
+  EXPECT_NE(decode_events(events, impulses.substr(0, impulses.size() - 1), 5000, pos, &out), "");
+  EXPECT_NE(decode_events(events, impulses.substr(0, impulses.size() - 4), 5000, pos, &out), "");
+  // A tick after the snapshot's (age -1), an id past 2^32, a point past 2^52.
+  EXPECT_NE(decode_events(std::string("\x01\x01\x01\x00", 4), std::string(4, '\0'), 5, pos, &out), "");
+  EXPECT_NE(decode_events(std::string("\x00\xff\xff\xff\xff\x3f\x04", 7), std::string(4, '\0'), 0, pos, &out), "");
+  std::string far("\x00\x0b\x03", 3);  // age 0, a 3, b 4,
+  far.append(9, '\xff');
+  far.append("\x01\x00", 2);  // x 2^62 off the prediction, y
+  EXPECT_NE(decode_events(far, std::string(4, '\0'), 0, pos, &out), "");
+  // Random bytes: an error or events within range, never a crash.
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string junk(rng.next() % 48, '\0');
+    for (char& c : junk) c = static_cast<char>(rng.next());
+    const std::string imp(4 * (rng.next() % 4), '\x11');
+    if (decode_events(junk, imp, 1000, pos, &out).empty()) {
+      for (const CompactEvent& e : out) {
+        EXPECT_LE(e.tick, 1000u);
+        EXPECT_LE(std::abs(e.x), kMaxQuantized);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace carom::proto

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -1082,6 +1083,143 @@ TEST_F(CompactTest, AStillWorldCostsAlmostNothingAndABadQuantumIsRefused) {
     Connection refused;
     EXPECT_FALSE(connect(refused, v1::ROLE_VIEWER, {}, &w)) << bad;
     EXPECT_NE(refused.error().find("hello.wishes.position_quantum: must be 0"), std::string::npos) << refused.error();
+  }
+}
+
+// The events' threshold and their compact coding, end to end: in a pile under
+// gravity with restitution (impacts and resting contacts both), a viewer with
+// min_event_speed gets exactly the events of a viewer without it whose speed
+// |impulse| (1/m_a + 1/m_b) is at least that, in the same order; a compact
+// viewer decodes the same events with the points quantized and the impulses
+// as bfloat16s; max_events keeps the hardest; a bad threshold is refused.
+TEST_F(CompactTest, EventThresholdSendsExactlyTheHardImpactsAndCompactEventsDecodeToThem) {
+  start();
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  v1::Command load;
+  v1::Scenario& sc = *load.mutable_load_scenario()->mutable_scenario();
+  sc.set_name("pile");
+  v1::WorldParams& p = *sc.mutable_params();
+  p.mutable_bounds()->set_walled(true);
+  p.mutable_bounds()->mutable_min()->set_x(0);
+  p.mutable_bounds()->mutable_min()->set_y(0);
+  p.mutable_bounds()->mutable_max()->set_x(30);
+  p.mutable_bounds()->mutable_max()->set_y(30);
+  p.mutable_gravity()->set_y(-9.81);
+  p.set_restitution(0.8);
+  v1::RandomBoxGenerator& g = *sc.add_generators()->mutable_random_box();
+  g.mutable_min()->set_x(1);
+  g.mutable_min()->set_y(1);
+  g.mutable_max()->set_x(29);
+  g.mutable_max()->set_y(20);
+  g.set_count(250);
+  g.mutable_radius()->set_min(0.3);
+  g.mutable_radius()->set_max(0.6);
+  g.mutable_speed()->set_min(0.0);
+  g.mutable_speed()->set_max(4.0);
+  g.set_seed(16);
+  const v1::CommandResult loaded = call(ctl, load);
+  ASSERT_EQ(loaded.code(), v1::OK) << loaded.message();
+  ASSERT_EQ(call(ctl, command_of([](v1::Command& c) { c.mutable_pause(); })).code(), v1::OK);
+  const v1::CommandResult got = call(ctl, command_of([](v1::Command& c) { c.mutable_get_world(); }));
+  ASSERT_EQ(got.code(), v1::OK);
+  std::map<std::uint32_t, double> mass;
+  for (int i = 0; i < got.world().id_size(); ++i) mass[got.world().id(i)] = got.world().mass(i);
+
+  constexpr double kThreshold = 2.0, kQuantum = 0.002;
+  constexpr std::uint32_t kMax = 5;
+  v1::SnapshotWishes all, hard, hard_compact, hardest;
+  all.set_events(true);
+  hard = all;
+  hard.set_min_event_speed(kThreshold);
+  hard_compact = hard;
+  hard_compact.set_position_quantum(kQuantum);
+  hardest = hard_compact;
+  hardest.set_max_events(kMax);
+  Connection v_all, v_hard, v_compact, v_hardest;
+  v_all.set_compact(false);
+  v_hard.set_compact(false);
+  ASSERT_TRUE(connect(v_all, v1::ROLE_VIEWER, {}, &all));
+  ASSERT_TRUE(connect(v_hard, v1::ROLE_VIEWER, {}, &hard));
+  ASSERT_TRUE(connect(v_compact, v1::ROLE_VIEWER, {}, &hard_compact));
+  ASSERT_TRUE(connect(v_hardest, v1::ROLE_VIEWER, {}, &hardest));
+  std::map<std::uint64_t, v1::Snapshot> by_tick[4];
+  Connection* viewers[4] = {&v_all, &v_hard, &v_compact, &v_hardest};
+  for (int k = 0; k < 120; ++k) {
+    v1::Command step;
+    step.mutable_step()->set_count(1);
+    ASSERT_EQ(call(ctl, step).code(), v1::OK);
+    for (int v = 0; v < 4; ++v) {
+      v1::Snapshot s;
+      ASSERT_TRUE(next_snapshot(*viewers[v], &s)) << v;
+      if (v >= 2) {
+        ASSERT_TRUE(s.has_compact());
+        ASSERT_EQ(s.events_size() > 0, s.has_compact_events());
+      }
+      const std::uint64_t tick = s.tick();
+      by_tick[v][tick] = std::move(s);
+    }
+  }
+  auto speed = [&](const v1::CollisionEvent& e) {
+    return std::hypot(e.impulse().x(), e.impulse().y()) * (1.0 / mass.at(e.a()) + 1.0 / mass.at(e.b()));
+  };
+  std::size_t total = 0, kept = 0, resting = 0, compared = 0;
+  for (const auto& [tick, plain] : by_tick[0]) {
+    if (!by_tick[1].count(tick) || !by_tick[2].count(tick) || !by_tick[3].count(tick)) continue;
+    ++compared;
+    std::vector<const v1::CollisionEvent*> want;
+    for (const v1::CollisionEvent& e : plain.events()) {
+      ++total;
+      const double sp = speed(e);
+      if (sp < 0.5) ++resting;
+      if (sp >= kThreshold) want.push_back(&e);
+    }
+    kept += want.size();
+    const v1::Snapshot& h = by_tick[1].at(tick);
+    const v1::Snapshot& c = by_tick[2].at(tick);
+    ASSERT_EQ(static_cast<std::size_t>(h.events_size()), want.size()) << "tick " << tick;
+    ASSERT_EQ(static_cast<std::size_t>(c.events_size()), want.size()) << "tick " << tick;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const v1::CollisionEvent& w = *want[i];
+      const int k = static_cast<int>(i);
+      EXPECT_EQ(h.events(k).SerializeAsString(), w.SerializeAsString()) << "tick " << tick << " event " << i;
+      const v1::CollisionEvent& e = c.events(k);
+      EXPECT_EQ(e.a(), w.a());
+      EXPECT_EQ(e.b(), w.b());
+      EXPECT_EQ(e.tick(), w.tick());
+      EXPECT_EQ(e.point().x(), static_cast<double>(proto::quantize(w.point().x(), kQuantum)) * kQuantum);
+      EXPECT_EQ(e.point().y(), static_cast<double>(proto::quantize(w.point().y(), kQuantum)) * kQuantum);
+      EXPECT_LE(std::abs(e.point().x() - w.point().x()), 0.5 * kQuantum + 1e-12);
+      EXPECT_EQ(e.impulse().x(), proto::from_bfloat16(proto::to_bfloat16(w.impulse().x())));
+      EXPECT_EQ(e.impulse().y(), proto::from_bfloat16(proto::to_bfloat16(w.impulse().y())));
+      EXPECT_LE(std::abs(e.impulse().x() - w.impulse().x()), std::abs(w.impulse().x()) / 256.0);
+    }
+    // max_events: the kMax hardest of those, in their order.
+    std::vector<std::size_t> order(want.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t i, std::size_t j) { return speed(*want[i]) > speed(*want[j]); });
+    if (order.size() > kMax) order.resize(kMax);
+    std::sort(order.begin(), order.end());
+    const v1::Snapshot& m = by_tick[3].at(tick);
+    ASSERT_EQ(static_cast<std::size_t>(m.events_size()), order.size()) << "tick " << tick;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      EXPECT_EQ(m.events(static_cast<int>(i)).a(), want[order[i]]->a());
+      EXPECT_EQ(m.events(static_cast<int>(i)).b(), want[order[i]]->b());
+    }
+  }
+  std::printf("events: %zu in %zu ticks, %zu at >= %g m/s, %zu below 0.5 m/s\n", total, compared, kept, kThreshold,
+              resting);
+  EXPECT_GE(compared, 100u);
+  EXPECT_GT(kept, 20u) << "impacts above the threshold";
+  EXPECT_GT(total - kept, 20u) << "events below it, filtered out";
+  for (double value : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    v1::SnapshotWishes bad = hard;
+    bad.set_min_event_speed(value);
+    Connection refused;
+    EXPECT_FALSE(connect(refused, v1::ROLE_VIEWER, {}, &bad));
+    EXPECT_NE(refused.error().find("hello.wishes.min_event_speed: must be finite and >= 0"), std::string::npos)
+        << refused.error();
   }
 }
 

@@ -74,9 +74,32 @@ struct Connection::Impl {
   bool have_compact = false;
   proto::Track positions, velocities;
 
+  std::vector<proto::CompactEvent> events;  // scratch
+
   // Fills s's x, y (vx, vy) from s.compact. Empty string or what is wrong.
   std::string decode_compact(v1::Snapshot& s);
+  // Fills s's events from s.compact_events, after decode_compact.
+  std::string decode_events(v1::Snapshot& s);
 };
+
+std::string Connection::Impl::decode_events(v1::Snapshot& s) {
+  const v1::CompactEvents& c = s.compact_events();
+  if (std::string why = proto::decode_events(c.events(), c.impulses(), s.tick(), positions, &events); !why.empty())
+    return why;
+  const double quantum = s.compact().position_quantum();
+  s.mutable_events()->Reserve(static_cast<int>(events.size()));
+  for (const proto::CompactEvent& e : events) {
+    v1::CollisionEvent& out = *s.add_events();
+    out.set_a(e.a);
+    out.set_b(e.b);
+    out.mutable_point()->set_x(static_cast<double>(e.x) * quantum);
+    out.mutable_point()->set_y(static_cast<double>(e.y) * quantum);
+    out.mutable_impulse()->set_x(proto::from_bfloat16(e.ix));
+    out.mutable_impulse()->set_y(proto::from_bfloat16(e.iy));
+    out.set_tick(e.tick);
+  }
+  return {};
+}
 
 std::string Connection::Impl::decode_compact(v1::Snapshot& s) {
   const v1::CompactBodies& c = s.compact();
@@ -156,7 +179,10 @@ bool Connection::connect(const Address& address, v1::Hello hello, double timeout
   if (hello.protocol_version() == 0) hello.set_protocol_version(proto::kProtocolVersion);
   const bool snapshots = hello.role() == v1::ROLE_VIEWER || hello.has_wishes();
   if (body_tables_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_body_tables(true);
-  if (body_tables_ && compact_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_compact(true);
+  if (body_tables_ && compact_ && snapshots && !hello.wishes().omit_bodies()) {
+    hello.mutable_wishes()->set_compact(true);
+    hello.mutable_wishes()->set_compact_events(true);  // decoded in receive()
+  }
   v1::ClientMessage message;
   *message.mutable_hello() = std::move(hello);
   if (!send(message)) return false;
@@ -219,6 +245,12 @@ bool Connection::receive(v1::ServerMessage* out, double timeout_s) {
             if (const std::string why = impl_->decode_compact(s); !why.empty()) {
               close();
               return fail("compact snapshot of tick " + std::to_string(s.tick()) + ": " + why);
+            }
+            if (s.has_compact_events()) {
+              if (const std::string why = impl_->decode_events(s); !why.empty()) {
+                close();
+                return fail("compact events of tick " + std::to_string(s.tick()) + ": " + why);
+              }
             }
           }
           if (s.body_table() != impl_->table.epoch() || s.x_size() != impl_->table.id_size()) {

@@ -72,8 +72,20 @@ inline constexpr double kFlashSeconds = 0.25;
 /// Collisions approaching slower than this (m/s) do not flash: resting
 /// contacts report an event every tick.
 inline constexpr double kFlashMinSpeed = 1.0;
+/// The velocity quantum carom-view asks for (m/s): speeds colour bodies and
+/// gate flashes at 1 m/s, so a centimetre a second is plenty.
+inline constexpr double kViewVelocityQuantum = 0.01;
+/// The events carom-view asks for (wishes.min_event_speed, m/s): an impact
+/// changes the relative normal velocity by (1 + e) times its approach, so
+/// this leaves out approaches below 2 / (1 + e) kFlashMinSpeed: all that
+/// would not flash when e = 1, and resting contacts (about |g| dt).
+inline constexpr double kFlashMinEventSpeed = 2.0 * kFlashMinSpeed;
 /// At most this many flashes per snapshot (the hardest collisions).
 inline constexpr std::size_t kMaxFlashesPerSnapshot = 48;
+/// The most events carom-view asks for a snapshot (wishes.max_events, the
+/// hardest): twice what it flashes, as its own choice goes by approach
+/// speed from the previous snapshot, not by the server's measure.
+inline constexpr std::uint32_t kMaxEventsPerSnapshot = static_cast<std::uint32_t>(2 * kMaxFlashesPerSnapshot);
 
 /// Chooses what to show from the newest snapshots: the world as it was about
 /// 1.5 snapshot intervals before the newest, interpolated by body id between

@@ -4,7 +4,10 @@
 
 #include "carom/proto/compact.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 
 namespace carom::proto {
 namespace {
@@ -223,6 +226,104 @@ std::string decode_track(Channel channel, const Track* baseline, std::span<const
       return "a decoded value is beyond +-2^52 quanta (corrupt residuals)";
     last_x = next->x[i];
     last_y = next->y[i];
+  }
+  if (!r.finish()) return r.error();
+  return {};
+}
+
+namespace {
+
+// The point an event is predicted at: the integer midpoint (rounded down) of
+// its two bodies when both are in the snapshot, else the previous point.
+class PointPredictor {
+ public:
+  explicit PointPredictor(const Track& positions) : p_(positions) {}
+  void predict(std::uint32_t a, std::uint32_t b, std::int64_t* x, std::int64_t* y) const {
+    const std::ptrdiff_t i = index(a), j = index(b);
+    if (i < 0 || j < 0) {
+      *x = last_x, *y = last_y;
+      return;
+    }
+    const auto ui = static_cast<std::size_t>(i), uj = static_cast<std::size_t>(j);
+    *x = (p_.x[ui] + p_.x[uj]) >> 1;  // in range (+-2^52): no overflow; >> rounds down
+    *y = (p_.y[ui] + p_.y[uj]) >> 1;
+  }
+  std::int64_t last_x = 0, last_y = 0;
+
+ private:
+  std::ptrdiff_t index(std::uint32_t id) const {
+    const auto it = std::lower_bound(p_.id.begin(), p_.id.end(), id);
+    return it != p_.id.end() && *it == id ? it - p_.id.begin() : -1;
+  }
+  const Track& p_;
+};
+
+constexpr std::int64_t kMaxId = 0xffffffff;
+
+}  // namespace
+
+std::uint16_t to_bfloat16(double value) {
+  const auto bits = std::bit_cast<std::uint32_t>(static_cast<float>(value));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40);  // NaN
+  return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+float from_bfloat16(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+
+void encode_events(std::span<const CompactEvent> in, std::uint64_t tick, const Track& positions,
+                   std::string* events, std::string* impulses) {
+  TokenWriter w(events);
+  PointPredictor predict(positions);
+  std::int64_t last_age = 0, last_a = 0;
+  for (const CompactEvent& e : in) {
+    const auto age = static_cast<std::int64_t>(tick - e.tick);
+    w.put(sub(age, last_age));
+    w.put(sub(e.a, last_a));
+    w.put(sub(e.b, e.a));
+    std::int64_t px = 0, py = 0;
+    predict.predict(e.a, e.b, &px, &py);
+    w.put(sub(e.x, px));
+    w.put(sub(e.y, py));
+    last_age = age;
+    last_a = e.a;
+    predict.last_x = e.x;
+    predict.last_y = e.y;
+    const char bytes[4] = {static_cast<char>(e.ix & 0xff), static_cast<char>(e.ix >> 8),
+                           static_cast<char>(e.iy & 0xff), static_cast<char>(e.iy >> 8)};
+    impulses->append(bytes, 4);
+  }
+}
+
+std::string decode_events(std::string_view events, std::string_view impulses, std::uint64_t tick,
+                          const Track& positions, std::vector<CompactEvent>* out) {
+  if (impulses.size() % 4 != 0) return "impulses is not 4 bytes an event";
+  const std::size_t n = impulses.size() / 4;
+  out->resize(n);
+  TokenReader r(events);
+  PointPredictor predict(positions);
+  std::int64_t last_age = 0, last_a = 0;
+  const auto* imp = reinterpret_cast<const std::uint8_t*>(impulses.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t r_age = 0, r_a = 0, r_b = 0, rx = 0, ry = 0;
+    if (!r.get(&r_age) || !r.get(&r_a) || !r.get(&r_b) || !r.get(&rx) || !r.get(&ry)) return r.error();
+    CompactEvent& e = (*out)[i];
+    const std::int64_t age = add(last_age, r_age), a = add(last_a, r_a), b = add(a, r_b);
+    if (age < 0 || static_cast<std::uint64_t>(age) > tick) return "an event's tick is after the snapshot's or before tick 0";
+    if (a < 0 || a > kMaxId || b < 0 || b > kMaxId) return "an event's body id is outside [0, 2^32)";
+    e.tick = tick - static_cast<std::uint64_t>(age);
+    e.a = static_cast<std::uint32_t>(a);
+    e.b = static_cast<std::uint32_t>(b);
+    std::int64_t px = 0, py = 0;
+    predict.predict(e.a, e.b, &px, &py);
+    e.x = add(px, rx);
+    e.y = add(py, ry);
+    if (!in_range(e.x) || !in_range(e.y)) return "an event's point is beyond +-2^52 quanta (corrupt residuals)";
+    e.ix = static_cast<std::uint16_t>(imp[4 * i] | (imp[4 * i + 1] << 8));
+    e.iy = static_cast<std::uint16_t>(imp[4 * i + 2] | (imp[4 * i + 3] << 8));
+    last_age = age;
+    last_a = a;
+    predict.last_x = e.x;
+    predict.last_y = e.y;
   }
   if (!r.finish()) return r.error();
   return {};

@@ -66,7 +66,8 @@ class Connection {
   /// comes back with its id and radius filled in from it (body_table still
   /// names the epoch), so every snapshot has id, x, y and radius alike.
   /// A compact snapshot comes back decoded the same way: x, y (and vx, vy)
-  /// filled in, `compact` kept (for its sizes).
+  /// filled in, `compact` kept (for its sizes), and its compact_events
+  /// decoded into `events` (points quantized, impulses as bfloat16s; kept too).
   bool receive(v1::ServerMessage* out, double timeout_s);
   /// Sends a command with a fresh request id (unless one is set) and waits
   /// for its CommandResult, skipping snapshots. Returns true when a result

@@ -72,4 +72,34 @@ void encode_track(Channel channel, const Track* baseline, const Track& current, 
 std::string decode_track(Channel channel, const Track* baseline, std::span<const std::uint32_t> id,
                          std::string_view bytes, Track* next);
 
+/// One collision event as the compact stream carries it: the point quantized
+/// with the position quantum, the impulse as two bfloat16s.
+struct CompactEvent {
+  std::uint64_t tick = 0;  ///< the tick it happened in (<= the snapshot's)
+  std::uint32_t a = 0, b = 0;
+  std::int64_t x = 0, y = 0;        ///< quantize(point, position quantum)
+  std::uint16_t ix = 0, iy = 0;     ///< to_bfloat16(impulse x, y)
+  bool operator==(const CompactEvent&) const = default;
+};
+
+/// The bfloat16 nearest to `value` (the high half of its float32, rounded to
+/// nearest even; NaN stays NaN, beyond the range gives infinity).
+std::uint16_t to_bfloat16(double value);
+/// The value of a bfloat16 (exact in a float).
+float from_bfloat16(std::uint16_t bits);
+
+/// Appends the events of a snapshot of `tick` whose decoded positions are
+/// `positions` (the snapshot's position track) to *events (tokens) and
+/// *impulses (4 bytes each): see docs/protocol.md, "Compact events". Each
+/// point is predicted as the midpoint of its two bodies when both are in
+/// `positions`, else as the previous event's point. Any thread.
+void encode_events(std::span<const CompactEvent> in, std::uint64_t tick, const Track& positions,
+                   std::string* events, std::string* impulses);
+
+/// Decodes what encode_events wrote. Returns an empty string or what is
+/// wrong with the bytes (truncated, left over, an id, tick or point out of
+/// range), in which case *out is unspecified. Never reads outside the bytes.
+std::string decode_events(std::string_view events, std::string_view impulses, std::uint64_t tick,
+                          const Track& positions, std::vector<CompactEvent>* out);
+
 }  // namespace carom::proto
