@@ -1,5 +1,5 @@
-// The bundled page in headless chromium against a real carom-server (its TCP
-// port bridged to /ws by test/harness.mjs until the server speaks WebSocket):
+// The bundled page in headless chromium, served by a real carom-server
+// (--http-port, --web-root) and speaking to it over its WebSocket at /ws:
 // the canvas shows the scripted world's bodies where the server says they are,
 // a wrong token shows the server's error and its field, a click as a
 // controller spawns a body at the clicked world position, resume makes the
@@ -15,8 +15,6 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import {parseArgs} from "node:util";
-
-import {serve} from "./harness.mjs";
 
 const {values: args} = parseArgs({
   options: {
@@ -51,15 +49,18 @@ const check = (ok, what) => {
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "carom-web-"));
 const portFile = path.join(dir, "port");
-const server = spawn(args.server, ["--port", "0", "--port-file", portFile, "--token", kToken, "--scenario", args.scenario,
+const httpPortFile = path.join(dir, "http-port");
+const server = spawn(args.server, ["--port", "0", "--port-file", portFile, "--http-port", "0", "--http-port-file",
+                                   httpPortFile, "--web-root", args.site, "--token", kToken, "--scenario", args.scenario,
                                    "--scenario-dir", args["scenario-dir"], "--threads", "1"],
                      {stdio: ["ignore", "inherit", "inherit"]});
-let site = null;
 let browser = null;
+const site = {};
 try {
-  for (let i = 0; i < 100 && !fs.existsSync(portFile); ++i) await new Promise((r) => setTimeout(r, 100));
-  const port = Number(fs.readFileSync(portFile, "utf8"));
-  site = await serve(args.site, port);
+  for (let i = 0; i < 100 && !(fs.existsSync(portFile) && fs.existsSync(httpPortFile)); ++i) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  site.url = `http://127.0.0.1:${Number(fs.readFileSync(httpPortFile, "utf8"))}/`;
   browser = await puppeteer.launch({
     executablePath: args.chromium,
     headless: true,
@@ -194,7 +195,6 @@ try {
   failures.push(String(e && e.stack ? e.stack : e));
 } finally {
   if (browser) await browser.close();
-  if (site) site.close();
   server.kill("SIGTERM");
   fs.rmSync(dir, {recursive: true, force: true});
 }
