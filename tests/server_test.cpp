@@ -1042,9 +1042,16 @@ TEST_F(CompactTest, ViewersDecodeExactlyWhatTheServerQuantized) {
   }
   EXPECT_EQ(tally[&every].seen, last);
   EXPECT_GE(tally[&every].checked, 90);
-  EXPECT_EQ(tally[&every].keys, 1) << "one key frame, then deltas all along";
+  // Deltas all along, after the first key frame. Latest wins still holds: a
+  // snapshot that finds the previous one unwritten in the slot (a paused edit
+  // and the next step back to back, on a loaded machine) replaces it, and the
+  // viewer then gets a key frame; every one of them decodes exactly (above).
+  EXPECT_GE(tally[&every].keys, 1);
+  EXPECT_LE(tally[&every].keys, 5);
+  EXPECT_GE(tally[&every].deltas, 85);
   EXPECT_EQ(tally[&late].seen, last);
-  EXPECT_EQ(tally[&late].keys, 1);
+  EXPECT_GE(tally[&late].keys, 1);
+  EXPECT_LE(tally[&late].keys, 5);
   EXPECT_GE(tally[&late].deltas, 30);
   EXPECT_GT(tally[&slow].checked, 0);
   EXPECT_GE(tally[&slow].keys, 2) << "a viewer that skips ticks gets key frames";
