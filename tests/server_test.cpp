@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/process.hpp"
+
 #include "carom/client/connection.hpp"
 #include "carom/client/names.hpp"
 #include "carom/proto/compact.hpp"
@@ -34,21 +36,8 @@ namespace {
 using client::Connection;
 using Clock = std::chrono::steady_clock;
 
-std::size_t open_fds() {
-  std::size_t n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
-std::size_t rss_bytes() {
-  std::ifstream in("/proc/self/statm");
-  std::size_t pages = 0, resident = 0;
-  in >> pages >> resident;
-  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-}
-
+using test::open_fds;
+using test::rss_bytes;
 v1::Command spawn_grid(std::uint32_t columns, std::uint32_t rows, double vx = 1.0, double spacing = 1.0) {
   v1::Command c;
   v1::GridGenerator& g = *c.mutable_spawn()->add_generators()->mutable_grid();

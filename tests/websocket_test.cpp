@@ -19,6 +19,8 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include "support/process.hpp"
 #include <spdlog/spdlog.h>
 
 #include "carom/client/connection.hpp"
@@ -38,14 +40,7 @@ namespace websocket = beast::websocket;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-std::size_t open_fds() {
-  std::size_t n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
+using test::open_fds;
 // A scripted browser tab: a WebSocket to /ws, one protobuf message per
 // binary message.
 class WsClient {

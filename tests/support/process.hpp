@@ -4,6 +4,7 @@
 // the one way every C++ end-to-end test starts a server. Header-only: each
 // suite passes its own binary path (CAROM_SERVER_BIN).
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -24,6 +25,23 @@
 extern char** environ;
 
 namespace carom::test {
+
+/// Descriptors this process has open (leak checks).
+inline std::size_t open_fds() {
+  std::size_t n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/// This process's resident memory, bytes.
+inline std::size_t rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
 
 /// The whole of a file ("" when it cannot be read).
 inline std::string slurp(const std::filesystem::path& p) {
