@@ -18,6 +18,11 @@
 // from it (delta: the centre of mass's distance from the cell's centre, which
 // bounds the error for lopsided cells) and the body is not inside it.
 //
+// Precision: a group's far field (the expansions) and near field (bodies)
+// are summed in float, with twice the SIMD lanes of double, where float
+// loses nothing that matters (sum_single says when); positions, the tree's
+// moments and the accelerations handed back are double.
+//
 // Coincident bodies without softening exert no force on each other (the
 // pair's direction is undefined); with softening eps > 0 every pair is finite.
 
@@ -28,6 +33,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "parallel.hpp"
 
@@ -54,55 +60,84 @@ constexpr std::size_t kBlock = 1024;      // bodies per parallel task
 constexpr std::uint32_t kNoSelf = ~std::uint32_t{0};
 using Grid = GravityScratch::Grid;
 
-[[gnu::target_clones("avx2", "default")]] void sum_node(const double* __restrict gx, const double* __restrict gy,
-                                                         std::uint32_t count, const GravityScratch::Node& n,
-                                                         double eps2, double* __restrict ox, double* __restrict oy,
-                                                         double* __restrict op) {
-  const double cx = n.cx, cy = n.cy, mass = n.mass, qxx = n.qxx, qxy = n.qxy, qyy = n.qyy, i2 = n.i2;
+// The kernels' bodies, for double and for float (one source, so both sum
+// the same expression in the same order).
+template <class T>
+[[gnu::always_inline]] inline void node_kernel(const T* __restrict gx, const T* __restrict gy, std::uint32_t count,
+                                               const T (&n)[7], T eps2, T* __restrict ox, T* __restrict oy,
+                                               T* __restrict op) {
+  const T cx = n[0], cy = n[1], mass = n[2], qxx = n[3], qxy = n[4], qyy = n[5], i2 = n[6];
   for (std::uint32_t b = 0; b < count; ++b) {
-    const double dx = cx - gx[b], dy = cy - gy[b];
-    const double r2 = dx * dx + dy * dy + eps2;
-    const double inv_r = 1.0 / std::sqrt(r2);
-    const double inv_r2 = inv_r * inv_r;
-    const double inv_r3 = inv_r * inv_r2;
-    const double inv_r5 = inv_r3 * inv_r2;
-    const double qdx = qxx * dx + qxy * dy, qdy = qxy * dx + qyy * dy;
-    const double quad = dx * qdx + dy * qdy - eps2 * i2;
-    const double radial = mass * inv_r3 + 2.5 * quad * inv_r5 * inv_r2;
+    const T dx = cx - gx[b], dy = cy - gy[b];
+    const T r2 = dx * dx + dy * dy + eps2;
+    const T inv_r = T(1) / std::sqrt(r2);
+    const T inv_r2 = inv_r * inv_r;
+    const T inv_r3 = inv_r * inv_r2;
+    const T inv_r5 = inv_r3 * inv_r2;
+    const T qdx = qxx * dx + qxy * dy, qdy = qxy * dx + qyy * dy;
+    const T quad = dx * qdx + dy * qdy - eps2 * i2;
+    const T radial = mass * inv_r3 + T(2.5) * quad * inv_r5 * inv_r2;
     ox[b] += radial * dx - qdx * inv_r5;
     oy[b] += radial * dy - qdy * inv_r5;
-    op[b] -= mass * inv_r + 0.5 * quad * inv_r5;
+    op[b] -= mass * inv_r + T(0.5) * quad * inv_r5;
   }
 }
 
-// pull() without its branches, for the bodies [b0, b1) of a group: a
-// coincident body without softening adds m = 0 (x + 0 is x).
-[[gnu::target_clones("avx2", "default")]] void sum_body_range(const double* __restrict gx, const double* __restrict gy,
-                                                               std::uint32_t b0, std::uint32_t b1, double qx, double qy,
-                                                               double qm, double eps2, double* __restrict ox,
-                                                               double* __restrict oy, double* __restrict op) {
+// A coincident body without softening adds m = 0 (x + 0 is x). Lowers each
+// lane's `closest` to the squared distance (softening left out) it met
+// (lane by lane, so it vectorizes as the sums do).
+template <class T>
+[[gnu::always_inline]] inline void body_kernel(const T* __restrict gx, const T* __restrict gy, std::uint32_t b0,
+                                               std::uint32_t b1, T qx, T qy, T qm, T eps2, T* __restrict ox,
+                                               T* __restrict oy, T* __restrict op, T* __restrict closest) {
   for (std::uint32_t b = b0; b < b1; ++b) {
-    const double dx = qx - gx[b], dy = qy - gy[b];
-    const double r2 = dx * dx + dy * dy + eps2;
-    const double rs = r2 > 0.0 ? r2 : 1.0;
-    const double m = r2 > 0.0 ? qm : 0.0;
-    const double inv_r = 1.0 / std::sqrt(rs);
-    const double inv_r3 = inv_r / rs;
+    const T dx = qx - gx[b], dy = qy - gy[b];
+    const T d2 = dx * dx + dy * dy;
+    const T r2 = d2 + eps2;
+    const T rs = r2 > T(0) ? r2 : T(1);
+    const T m = r2 > T(0) ? qm : T(0);
+    const T inv_r = T(1) / std::sqrt(rs);
+    const T inv_r3 = inv_r / rs;
     ox[b] += m * dx * inv_r3;
     oy[b] += m * dy * inv_r3;
     op[b] -= m * inv_r;
+    closest[b] = d2 < closest[b] ? d2 : closest[b];
   }
 }
 
+[[gnu::target_clones("avx2", "default")]] void sum_node(const double* gx, const double* gy, std::uint32_t count,
+                                                         const double (&n)[7], double eps2, double* ox, double* oy,
+                                                         double* op) {
+  node_kernel(gx, gy, count, n, eps2, ox, oy, op);
+}
+[[gnu::target_clones("avx2", "default")]] void sum_node(const float* gx, const float* gy, std::uint32_t count,
+                                                         const float (&n)[7], float eps2, float* ox, float* oy,
+                                                         float* op) {
+  node_kernel(gx, gy, count, n, eps2, ox, oy, op);
+}
+[[gnu::target_clones("avx2", "default")]] void sum_body_range(const double* gx, const double* gy, std::uint32_t b0,
+                                                               std::uint32_t b1, double qx, double qy, double qm,
+                                                               double eps2, double* ox, double* oy, double* op,
+                                                               double* closest) {
+  body_kernel(gx, gy, b0, b1, qx, qy, qm, eps2, ox, oy, op, closest);
+}
+[[gnu::target_clones("avx2", "default")]] void sum_body_range(const float* gx, const float* gy, std::uint32_t b0,
+                                                               std::uint32_t b1, float qx, float qy, float qm,
+                                                               float eps2, float* ox, float* oy, float* op,
+                                                               float* closest) {
+  body_kernel(gx, gy, b0, b1, qx, qy, qm, eps2, ox, oy, op, closest);
+}
+
 // A body's pull on every body of a group but itself (lane `self`, or none).
-inline void sum_body(const double* gx, const double* gy, std::uint32_t count, std::uint32_t self, double qx, double qy,
-                     double qm, double eps2, double* ox, double* oy, double* op) {
+template <class T>
+void sum_body(const T* gx, const T* gy, std::uint32_t count, std::uint32_t self, T qx, T qy, T qm, T eps2, T* ox, T* oy,
+              T* op, T* closest) {
   if (self >= count) {
-    sum_body_range(gx, gy, 0, count, qx, qy, qm, eps2, ox, oy, op);
+    sum_body_range(gx, gy, 0, count, qx, qy, qm, eps2, ox, oy, op, closest);
     return;
   }
-  sum_body_range(gx, gy, 0, self, qx, qy, qm, eps2, ox, oy, op);
-  sum_body_range(gx, gy, self + 1, count, qx, qy, qm, eps2, ox, oy, op);
+  sum_body_range(gx, gy, 0, self, qx, qy, qm, eps2, ox, oy, op, closest);
+  sum_body_range(gx, gy, self + 1, count, qx, qy, qm, eps2, ox, oy, op, closest);
 }
 
 inline std::uint64_t spread_bits(std::uint32_t v) {
@@ -381,6 +416,100 @@ void build_tree(GravityScratch& t, std::uint32_t n, const Cell& root, double the
     if (t.nodes[at].children > 0 && t.nodes[at].child < top) finish(t.nodes.data(), t, at, cells[at], theta);
 }
 
+// A node's expansion as the kernels take it.
+inline void expansion_into(const GravityScratch::Node& n, double (&out)[7]) {
+  out[0] = n.cx;
+  out[1] = n.cy;
+  out[2] = n.mass;
+  out[3] = n.qxx;
+  out[4] = n.qxy;
+  out[5] = n.qyy;
+  out[6] = n.i2;
+}
+struct Expansion {
+  double v[7];
+};
+inline Expansion expansion(const GravityScratch::Node& n) {
+  Expansion e;
+  expansion_into(n, e.v);
+  return e;
+}
+inline void sum_node(const double* gx, const double* gy, std::uint32_t count, const Expansion& e, double eps2, double* ox,
+                     double* oy, double* op) {
+  sum_node(gx, gy, count, e.v, eps2, ox, oy, op);
+}
+
+struct SingleScratch {
+  std::vector<float> gx, gy, sx, sy, sp, closest;
+};
+struct Box {
+  double xmin, ymin, xmax, ymax;
+};
+
+// A group's sums in single precision: twice the SIMD lanes, and float's
+// seven digits are far below the tree's 1e-3. Lengths are in units of the
+// root's side and masses of the total mass, about the centre of the group's
+// box, so every value is a small number whatever the world's units. Returns
+// false, having added nothing, where float could lose what matters: a far
+// node closer than 1e-6 of the root's side, softening beyond 1e6 of it, or a
+// near pair closer than 2e-3 of the near field's extent (their distance
+// would carry float's rounding of the offsets beyond 1e-4); the caller sums
+// that group in double. Which groups do is a function of the positions, so
+// the result is still the same for any thread count.
+bool sum_single(const GravityScratch& t, const std::vector<std::uint32_t>& far, const std::vector<std::uint32_t>& near,
+                std::uint32_t first, std::uint32_t count, const Box& box, double eps2, SingleScratch& f,
+                std::vector<double>& sx, std::vector<double>& sy, std::vector<double>& sp) {
+  const double inv_s = 1.0 / t.grid.side, inv_s2 = inv_s * inv_s;
+  const double mass = t.nodes[0].mass, inv_m = 1.0 / mass;
+  const double eps2_s = eps2 * inv_s2;
+  if (eps2_s > 1e12) return false;
+  const double ox = 0.5 * (box.xmin + box.xmax), oy = 0.5 * (box.ymin + box.ymax);
+  const std::uint32_t last = first + count;
+  f.gx.resize(count);
+  f.gy.resize(count);
+  double extent = 0.0;
+  for (std::uint32_t b = 0; b < count; ++b) {
+    const double dx = (t.sx[first + b] - ox) * inv_s, dy = (t.sy[first + b] - oy) * inv_s;
+    f.gx[b] = static_cast<float>(dx);
+    f.gy[b] = static_cast<float>(dy);
+    extent = std::max({extent, std::abs(dx), std::abs(dy)});
+  }
+  f.sx.assign(count, 0.0f);
+  f.sy.assign(count, 0.0f);
+  f.sp.assign(count, 0.0f);
+  const auto feps2 = static_cast<float>(eps2_s);
+  for (const std::uint32_t k : far) {
+    const GravityScratch::Node& n = t.nodes[k];
+    const double dx = std::max({box.xmin - n.cx, 0.0, n.cx - box.xmax});
+    const double dy = std::max({box.ymin - n.cy, 0.0, n.cy - box.ymax});
+    if ((dx * dx + dy * dy) * inv_s2 + eps2_s < 1e-12) return false;
+    const double q = inv_m * inv_s2;
+    const float e[7] = {static_cast<float>((n.cx - ox) * inv_s), static_cast<float>((n.cy - oy) * inv_s),
+                        static_cast<float>(n.mass * inv_m),      static_cast<float>(n.qxx * q),
+                        static_cast<float>(n.qxy * q),           static_cast<float>(n.qyy * q),
+                        static_cast<float>(n.i2 * q)};
+    sum_node(f.gx.data(), f.gy.data(), count, e, feps2, f.sx.data(), f.sy.data(), f.sp.data());
+  }
+  f.closest.assign(count, std::numeric_limits<float>::infinity());
+  for (const std::uint32_t q : near) {
+    const double dx = (t.sx[q] - ox) * inv_s, dy = (t.sy[q] - oy) * inv_s;
+    extent = std::max({extent, std::abs(dx), std::abs(dy)});
+    const std::uint32_t self = q >= first && q < last ? q - first : kNoSelf;
+    sum_body(f.gx.data(), f.gy.data(), count, self, static_cast<float>(dx), static_cast<float>(dy),
+             static_cast<float>(t.sm[q] * inv_m), feps2, f.sx.data(), f.sy.data(), f.sp.data(), f.closest.data());
+  }
+  const double near_floor = std::max(4e-6 * extent * extent, 1e-12);
+  for (const float d2 : f.closest)
+    if (!(static_cast<double>(d2) >= near_floor)) return false;
+  const double acc = mass * inv_s2, pot = mass * inv_s;
+  for (std::uint32_t b = 0; b < count; ++b) {
+    sx[b] = acc * static_cast<double>(f.sx[b]);
+    sy[b] = acc * static_cast<double>(f.sy[b]);
+    sp[b] = pot * static_cast<double>(f.sp[b]);
+  }
+  return true;
+}
+
 // Tree gravity; the potential energy, when wanted, as 1/2 G times the sum of
 // the groups' sums of m phi, in group order (no array of phi: 8 bytes a body).
 void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::vector<double>& ax,
@@ -422,6 +551,11 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
   });
   std::vector<Keyed>().swap(keyed);
   build_tree(t, static_cast<std::uint32_t>(n), Cell{xmin, ymin, side}, g.theta);
+  // Single precision needs every mass within 1e-20 of the total (in units of
+  // the total mass they then stay far from float's smallest numbers).
+  double lightest = t.sm[0];
+  for (std::size_t p = 1; p < n; ++p) lightest = std::min(lightest, t.sm[p]);
+  const bool single = t.nodes[0].mass > 0.0 && lightest >= 1e-20 * t.nodes[0].mass;
 
   // The walk, group by group: the nodes of at most kGroup bodies (in Morton
   // order, so each is a compact patch of space) walk the tree once for all
@@ -455,6 +589,8 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
     std::array<std::uint32_t, 4 * (kBits + 2)> stack;
     std::vector<std::uint32_t> far, near;  // expansion nodes, bodies (Morton positions)
     std::vector<double> gx, gy, sx, sy, sp;
+    SingleScratch single_scratch;
+    std::vector<double> closest;  // the double sums' lane minima (unused)
     for (std::size_t gi = g0; gi < g1; ++gi) {
       const GravityScratch::Node& grp = nodes[groups[gi]];
       const std::uint32_t first = grp.first, count = grp.count, last = first + count;
@@ -492,10 +628,14 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
       sx.assign(count, 0.0);
       sy.assign(count, 0.0);
       sp.assign(count, 0.0);
-      for (const std::uint32_t k : far) sum_node(gx.data(), gy.data(), count, nodes[k], eps2, sx.data(), sy.data(), sp.data());
-      for (const std::uint32_t q : near) {
-        const std::uint32_t self = q >= first && q < last ? q - first : kNoSelf;
-        sum_body(gx.data(), gy.data(), count, self, t.sx[q], t.sy[q], t.sm[q], eps2, sx.data(), sy.data(), sp.data());
+      closest.assign(count, 0.0);
+      if (!single || !sum_single(t, far, near, first, count, {xmin, ymin, xmax, ymax}, eps2, single_scratch, sx, sy, sp)) {
+        for (const std::uint32_t k : far) sum_node(gx.data(), gy.data(), count, expansion(nodes[k]), eps2, sx.data(), sy.data(), sp.data());
+        for (const std::uint32_t q : near) {
+          const std::uint32_t self = q >= first && q < last ? q - first : kNoSelf;
+          sum_body(gx.data(), gy.data(), count, self, t.sx[q], t.sy[q], t.sm[q], eps2, sx.data(), sy.data(), sp.data(),
+                   closest.data());
+        }
       }
       double mphi = 0.0;
       for (std::uint32_t b = 0; b < count; ++b) {
