@@ -256,6 +256,24 @@ TEST(Gravity, TreeForcesMatchDirectSummation) {
   // (The cluster is 5000 bodies in a unit disc; measured 1.1e-3 / 1.7e-2.)
   EXPECT_LE(e.p50, 1.5e-3);
   EXPECT_LE(e.p99, 2.5e-2);
+  // The tree sums in float where it can: extreme units (a disc 1e8 m wide of
+  // 1e29 kg bodies, unsoftened) and pairs closer than float can tell apart
+  // (which send their group to double) must still match direct summation.
+  std::vector<BodyDesc> huge = disc(4000, 1e8, 12);
+  for (auto& b : huge) b.mass = 1e29;
+  huge.push_back({kAutoId, {3e7, 1e7}, {}, 1e-4, 1e29});
+  huge.push_back({kAutoId, {3e7 + 1e-3, 1e7}, {}, 1e-4, 1e29});
+  e = tree_error(huge, 0.5, 0.0);
+  std::printf("  1e8 m, 1e29 kg, a pair 1e-3 m apart: p50 %.2e p99 %.2e max %.2e\n", e.p50, e.p99, e.max);
+  EXPECT_LE(e.p50, 1e-3);
+  EXPECT_LE(e.p99, 1e-2);
+  EXPECT_TRUE(std::isfinite(e.max));
+  std::vector<BodyDesc> tiny = disc(4000, 1e-6, 13);
+  for (auto& b : tiny) b.mass = 1e-20;
+  e = tree_error(tiny, 0.5, 0.0);
+  std::printf("  1e-6 m, 1e-20 kg: p50 %.2e p99 %.2e max %.2e\n", e.p50, e.p99, e.max);
+  EXPECT_LE(e.p50, 1e-3);
+  EXPECT_LE(e.p99, 1e-2);
   // A smaller opening angle is more accurate.
   EXPECT_LT(tree_error(disc(5000, 100.0, 9), 0.3, 0.05).p99, tree_error(disc(5000, 100.0, 9), 0.7, 0.05).p99);
 }
