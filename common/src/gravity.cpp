@@ -84,16 +84,15 @@ template <class T>
 }
 
 // A coincident body without softening adds m = 0 (x + 0 is x). Lowers each
-// lane's `closest` to the squared distance (softening left out) it met
-// (lane by lane, so it vectorizes as the sums do).
+// lane's `closest` to the softened squared distance it met (lane by lane, so
+// it vectorizes as the sums do).
 template <class T>
 [[gnu::always_inline]] inline void body_kernel(const T* __restrict gx, const T* __restrict gy, std::uint32_t b0,
                                                std::uint32_t b1, T qx, T qy, T qm, T eps2, T* __restrict ox,
                                                T* __restrict oy, T* __restrict op, T* __restrict closest) {
   for (std::uint32_t b = b0; b < b1; ++b) {
     const T dx = qx - gx[b], dy = qy - gy[b];
-    const T d2 = dx * dx + dy * dy;
-    const T r2 = d2 + eps2;
+    const T r2 = dx * dx + dy * dy + eps2;
     const T rs = r2 > T(0) ? r2 : T(1);
     const T m = r2 > T(0) ? qm : T(0);
     const T inv_r = T(1) / std::sqrt(rs);
@@ -101,7 +100,7 @@ template <class T>
     ox[b] += m * dx * inv_r3;
     oy[b] += m * dy * inv_r3;
     op[b] -= m * inv_r;
-    closest[b] = d2 < closest[b] ? d2 : closest[b];
+    closest[b] = r2 < closest[b] ? r2 : closest[b];
   }
 }
 
@@ -452,8 +451,9 @@ struct Box {
 // box, so every value is a small number whatever the world's units. Returns
 // false, having added nothing, where float could lose what matters: a far
 // node closer than 1e-6 of the root's side, softening beyond 1e6 of it, or a
-// near pair closer than 2e-3 of the near field's extent (their distance
-// would carry float's rounding of the offsets beyond 1e-4); the caller sums
+// near pair closer (softened) than 2e-3 of the near field's extent (float's
+// rounding of the offsets would then reach 1e-4 of the pair's pull, which is
+// at most its mass over that distance squared); the caller sums
 // that group in double. Which groups do is a function of the positions, so
 // the result is still the same for any thread count.
 bool sum_single(const GravityScratch& t, const std::vector<std::uint32_t>& far, const std::vector<std::uint32_t>& near,
