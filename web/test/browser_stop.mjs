@@ -2,13 +2,16 @@
 // chromium views the 10 000-body gas through carom-server's WebSocket; then
 // the whole browser (its process group: every renderer, the GPU process, the
 // network service) is SIGSTOPped for several seconds. Meanwhile, measured
-// from outside the browser over TCP: the server ticks at its rate, no more
-// ticks are late than in as long a window before with the tab drawing, a TCP
-// viewer gets every snapshot, the stopped tab's frames are replaced (latest
-// wins) and its connection stays. After SIGCONT the page's HUD tick advances
+// from outside the browser over TCP: the server ticks at its rate, a TCP
+// viewer gets its snapshots, and no more ticks are late than in as long a
+// window before with the tab drawing (on a loaded machine: the rate and the
+// viewer's share no worse than in that window either); the stopped tab's
+// frames are replaced (latest wins) and its connection stays. After SIGCONT the page's HUD tick advances
 // again, past where the server was when the browser resumed.
 //
-//   node test/browser_stop.mjs --site DIR --server CAROM_SERVER --scenario-dir DIR --proto DIR [--stop-seconds 6]
+//   node test/browser_stop.mjs --site DIR --server CAROM_SERVER --scenario-dir DIR --proto DIR [--out DIR]
+//                              [--stop-seconds 6]
+// Writes a screenshot of the tab drawing the gas, before the stop, to --out.
 // Exit 77 (ctest: skipped) when chromium is not installed.
 
 import fs from "node:fs";
@@ -25,6 +28,7 @@ const {values: args} = parseArgs({
     "scenario-dir": {type: "string"},
     proto: {type: "string"},
     "stop-seconds": {type: "string", default: "6"},
+    out: {type: "string", default: "."},
     chromium: {type: "string", default: kDefaultChromium},
   },
 });
@@ -88,55 +92,74 @@ try {
   })().catch((e) => (readError = e));
   await sleep(1000);
 
-  // A reference window as long as the stop, the tab drawing: the late ticks
-  // this machine's load makes anyway.
-  await ctl.call({get_stats: {reset_timing: true}});
-  await sleep(stopSeconds * 1000);
-  const reference = (await ctl.call({get_stats: {}})).stats;
-  console.log(`the tab drawing, ${stopSeconds} s: ${reference.late_ticks} late ticks of ${reference.ticks_measured}, ` +
-              `tick p99 ${(reference.tick_p99_seconds * 1e3).toFixed(2)} ms`);
+  // The server as seen from outside for `stopSeconds`, after `begin()`:
+  // {stats (the window's timing), seconds, rate (ticks/s), received (the
+  // viewer's snapshots), span (ticks from its first to its last), skipped}.
+  const measureWindow = async (begin) => {
+    const before = (await ctl.call({get_stats: {reset_timing: true}})).stats;
+    const seenBefore = seen.length;
+    const t0 = Date.now();
+    await begin();
+    await sleep(stopSeconds * 1000);
+    const stats = (await ctl.call({get_stats: {}})).stats;
+    const seconds = (Date.now() - t0) / 1000;
+    const during = seen.slice(seenBefore);
+    return {stats, seconds, rate: (Number(stats.tick) - Number(before.tick)) / seconds, received: during.length,
+            span: during.length ? during[during.length - 1] - during[0] + 1 : 0,
+            skipped: Number(stats.snapshots_skipped) - Number(before.snapshots_skipped)};
+  };
+  const describe = (w) => `${w.rate.toFixed(1)} Hz, ${w.stats.late_ticks} late ticks of ${w.stats.ticks_measured}, ` +
+                          `tick p99 ${(w.stats.tick_p99_seconds * 1e3).toFixed(2)} ms, the TCP viewer got ` +
+                          `${w.received} of ${w.span} ticks`;
+
+  // A reference window as long as the stop, the tab drawing: what this
+  // machine's load does to the tick anyway.
+  const reference = await measureWindow(async () => {});
+  console.log(`the tab drawing, ${stopSeconds} s: ${describe(reference)}`);
+  // The foreground tab after seconds of drawing the running gas: its HUD's
+  // rates are this machine's.
+  fs.mkdirSync(args.out, {recursive: true});
+  const shot = path.join(args.out, "web-stop-gas.png");
+  await page.screenshot({path: shot});
+  console.log(`screenshot: ${shot}`);
 
   // The browser stops: every process of its group, checked in /proc.
   const pid = browser.process().pid;
-  const before = (await ctl.call({get_stats: {reset_timing: true}})).stats;
-  const seenBefore = seen.length;
-  const t0 = Date.now();
-  process.kill(-pid, "SIGSTOP");
-  stopped = pid;
   let tree = [];
-  for (let i = 0; i < 50; ++i) {
-    tree = processTree(pid);
-    if (tree.every((p) => p.state === "T")) break;
-    await sleep(20);
-  }
+  const w = await measureWindow(async () => {
+    process.kill(-pid, "SIGSTOP");
+    stopped = pid;
+    for (let i = 0; i < 50; ++i) {
+      tree = processTree(pid);
+      if (tree.every((p) => p.state === "T")) break;
+      await sleep(20);
+    }
+  });
   const running = tree.filter((p) => p.state !== "T");
   check(tree.length > 1 && running.length === 0,
         `SIGSTOP to the browser's process group: ${tree.length} processes, ` +
             `${running.length} not stopped${running.length ? ` (${JSON.stringify(running)})` : ""}`);
-  await sleep(stopSeconds * 1000);
-  const after = (await ctl.call({get_stats: {}})).stats;
-  const seconds = (Date.now() - t0) / 1000;
-  const during = seen.slice(seenBefore);
+  console.log(`the tab stopped, ${stopSeconds} s: ${describe(w)}`);
 
-  const ticks = Number(after.tick) - Number(before.tick);
-  const rate = ticks / seconds;
-  check(Math.abs(rate - kTickHz) <= 0.03 * kTickHz,
-        `the tick runs on while the tab is stopped: ${ticks} ticks in ${seconds.toFixed(2)} s = ${rate.toFixed(1)} Hz`);
-  const late = Number(after.late_ticks);
-  const measured = Number(after.ticks_measured);
-  // A stopped tab frees a core: its window may have no more late ticks than
-  // the reference (a tick that waited on the tab would make them all late),
-  // give or take 1% for the machine's other load.
-  const allowed = Number(reference.late_ticks) + Math.max(1, Math.floor(0.01 * measured));
-  check(late <= allowed,
-        `late ticks while the tab is stopped: ${late} of ${measured}, at most ${allowed} ` +
-            `(tick p99 ${(after.tick_p99_seconds * 1e3).toFixed(2)} ms)`);
-  const span = during.length ? during[during.length - 1] - during[0] + 1 : 0;
-  check(span >= 0.9 * ticks && during.length >= 0.95 * span,
-        `a TCP viewer gets its snapshots meanwhile: ${during.length} of ${span} ticks`);
-  check(after.clients === 3, `the stopped tab is still connected (stall timeout not reached): ${after.clients} clients`);
-  const skipped = Number(after.snapshots_skipped) - Number(before.snapshots_skipped);
-  check(skipped >= kTickHz, `the stopped tab's snapshots are replaced, not queued: ${skipped} skipped`);
+  // A stopped tab frees a core: the server does at least as well as with the
+  // tab drawing (a tick that waited on the tab would stop, and every tick
+  // after it would be late), within 3% of the rate and of the viewer's share
+  // and 1% more late ticks for the machine's other load; and as well as the
+  // rate and the viewer's share need, when the reference had them.
+  const rateWanted = 0.97 * Math.min(kTickHz, reference.rate);
+  check(w.rate >= rateWanted && w.rate <= 1.03 * kTickHz,
+        `the tick runs on while the tab is stopped: ${w.rate.toFixed(1)} Hz (want ${rateWanted.toFixed(1)}..` +
+            `${(1.03 * kTickHz).toFixed(1)})`);
+  const late = Number(w.stats.late_ticks);
+  const allowed = Number(reference.stats.late_ticks) + Math.max(1, Math.floor(0.01 * Number(w.stats.ticks_measured)));
+  check(late <= allowed, `late ticks while the tab is stopped: ${late}, at most ${allowed}`);
+  const share = (x) => (x.span > 0 ? x.received / x.span : 0);
+  const shareWanted = Math.min(0.95, share(reference) - 0.03);
+  check(w.span >= 0.9 * w.rate * w.seconds && share(w) >= shareWanted,
+        `a TCP viewer gets its snapshots meanwhile: ${w.received} of ${w.span} ticks (want ${(100 * shareWanted).toFixed(0)}%)`);
+  check(w.stats.clients === 3,
+        `the stopped tab is still connected (stall timeout not reached): ${w.stats.clients} clients`);
+  check(w.skipped >= kTickHz, `the stopped tab's snapshots are replaced, not queued: ${w.skipped} skipped`);
 
   // The browser resumes: the page catches up with the server.
   const resumedAt = Number((await ctl.call({get_stats: {}})).stats.tick);
