@@ -143,15 +143,16 @@ try {
 
   // A stopped tab frees a core: the server does at least as well as with the
   // tab drawing (a tick that waited on the tab would stop, and every tick
-  // after it would be late), within 3% of the rate and of the viewer's share
-  // and 1% more late ticks for the machine's other load; and as well as the
-  // rate and the viewer's share need, when the reference had them.
-  const rateWanted = 0.97 * Math.min(kTickHz, reference.rate);
-  check(w.rate >= rateWanted && w.rate <= 1.03 * kTickHz,
+  // after it would be late), within 5% of the rate, 3% of the viewer's share
+  // and 2% more late ticks for the machine's other load (other processes on
+  // 2 cores move a 6 s window's rate by 3%); and as well as the rate and the
+  // viewer's share need, when the reference had them.
+  const rateWanted = 0.95 * Math.min(kTickHz, reference.rate);
+  check(w.rate >= rateWanted && w.rate <= 1.05 * kTickHz,
         `the tick runs on while the tab is stopped: ${w.rate.toFixed(1)} Hz (want ${rateWanted.toFixed(1)}..` +
-            `${(1.03 * kTickHz).toFixed(1)})`);
+            `${(1.05 * kTickHz).toFixed(1)})`);
   const late = Number(w.stats.late_ticks);
-  const allowed = Number(reference.stats.late_ticks) + Math.max(1, Math.floor(0.01 * Number(w.stats.ticks_measured)));
+  const allowed = Number(reference.stats.late_ticks) + Math.max(2, Math.floor(0.02 * Number(w.stats.ticks_measured)));
   check(late <= allowed, `late ticks while the tab is stopped: ${late}, at most ${allowed}`);
   const share = (x) => (x.span > 0 ? x.received / x.span : 0);
   const shareWanted = Math.min(0.95, share(reference) - 0.03);
