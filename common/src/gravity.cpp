@@ -44,6 +44,7 @@ constexpr int kBits = 32;                 // quantization per axis: 4e9 cells, s
 constexpr std::uint32_t kLeafSize = 8;    // bodies a leaf holds before it splits
 constexpr std::uint32_t kGroup = 128;     // bodies that walk the tree together (with the float kernels, 128 against 64: gravity time at 10^6 -37%, 10^5 -10%, 10^4 -5%; 256 no better)
 constexpr std::size_t kBlock = 1024;      // bodies per parallel task
+constexpr std::size_t kReleaseTreeAt = std::size_t{1} << 17;  // from this many bodies the tree is freed after each use
 
 // A node's pull: the Taylor expansion of the Plummer potential about its
 // centre of mass to second order,
@@ -536,20 +537,24 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
                   static_cast<std::uint32_t>(i)};
   });
   tbb::parallel_sort(keyed.begin(), keyed.end());  // a total order: the same for any split
+  // The order first, and the keys (16 bytes a body) given back before the
+  // sorted copies are made: memory peaks here at a million bodies.
   t.order.resize(n);
+  for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t) {
+    for (std::size_t p = p0; p < p1; ++p) t.order[p] = keyed[p].index;
+  });
+  std::vector<Keyed>().swap(keyed);
   t.sx.resize(n);
   t.sy.resize(n);
   t.sm.resize(n);
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t) {
     for (std::size_t p = p0; p < p1; ++p) {
-      const std::uint32_t i = keyed[p].index;
-      t.order[p] = i;
+      const std::uint32_t i = t.order[p];
       t.sx[p] = b.x[i];
       t.sy[p] = b.y[i];
       t.sm[p] = b.m[i];
     }
   });
-  std::vector<Keyed>().swap(keyed);
   build_tree(t, static_cast<std::uint32_t>(n), Cell{xmin, ymin, side}, g.theta);
   // Single precision needs every mass within 1e-20 of the total (in units of
   // the total mass they then stay far from float's smallest numbers).
@@ -652,6 +657,11 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
     for (const double v : t.group_potential) total += v;
     *potential = 0.5 * g.g * total;
   }
+  // A large world gives the tree back (about 45 bytes a body at a million)
+  // rather than hold it through the collisions of the next step's drift,
+  // where memory would otherwise peak with both; a small one keeps it (no
+  // allocation per step).
+  if (n >= kReleaseTreeAt) t.release();
 }
 
 }  // namespace

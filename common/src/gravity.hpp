@@ -34,6 +34,16 @@ struct GravityScratch {
   std::vector<double> sx, sy, sm;    // positions and masses in Morton order
   std::vector<std::uint32_t> groups;  // nodes whose bodies walk the tree together
   std::vector<double> group_potential;  // per group: sum of m phi over its bodies, in order
+  /// Gives the tree's memory back.
+  void release() {
+    std::vector<Node>().swap(nodes);
+    std::vector<std::uint32_t>().swap(order);
+    std::vector<double>().swap(sx);
+    std::vector<double>().swap(sy);
+    std::vector<double>().swap(sm);
+    std::vector<std::uint32_t>().swap(groups);
+    std::vector<double>().swap(group_potential);
+  }
   /// The quantization of positions the Morton keys come from: 2^32 cells a
   /// side over the bounding square (x0, y0, side).
   struct Grid {
