@@ -3,14 +3,15 @@
 // the canvas shows the scripted world's bodies where the server says they are,
 // a wrong token shows the server's error and its field, a click as a
 // controller spawns a body at the clicked world position, resume makes the
-// tick advance, a scenario loaded by name from the page runs, and the page's
+// tick advance, the scenario picker offers exactly what the server lists
+// (carom-ctl --json scenarios), a scenario picked there and loaded runs, and the page's
 // decoded compact stream equals the server's own state quantized (get_world,
 // full precision), body for body; no console errors. Writes a screenshot.
 //
-//   node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --scenario-dir DIR --out DIR
+//   node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --ctl CAROM_CTL --scenario FILE --scenario-dir DIR --out DIR
 // Exit 77 (ctest: skipped) when chromium is not installed.
 
-import {spawn} from "node:child_process";
+import {execFileSync, spawn} from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,6 +21,7 @@ const {values: args} = parseArgs({
   options: {
     site: {type: "string"},
     server: {type: "string"},
+    ctl: {type: "string"},
     scenario: {type: "string"},
     "scenario-dir": {type: "string"},
     renderer: {type: "string", default: "auto"},  // the page's ?renderer=: auto, webgl, software
@@ -27,8 +29,8 @@ const {values: args} = parseArgs({
     chromium: {type: "string", default: process.env.CAROM_CHROMIUM || "/usr/bin/chromium"},
   },
 });
-if (!args.site || !args.server || !args.scenario || !args["scenario-dir"]) {
-  console.error("usage: node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --scenario-dir DIR --out DIR");
+if (!args.site || !args.server || !args.ctl || !args.scenario || !args["scenario-dir"]) {
+  console.error("usage: node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --ctl CAROM_CTL --scenario FILE --scenario-dir DIR --out DIR");
   process.exit(2);
 }
 if (!fs.existsSync(args.chromium)) {
@@ -61,6 +63,7 @@ try {
     await new Promise((r) => setTimeout(r, 100));
   }
   site.url = `http://127.0.0.1:${Number(fs.readFileSync(httpPortFile, "utf8"))}/`;
+  site.address = `127.0.0.1:${Number(fs.readFileSync(portFile, "utf8"))}`;
   browser = await puppeteer.launch({
     executablePath: args.chromium,
     headless: true,
@@ -138,10 +141,26 @@ try {
   await viewer.waitForFunction((t) => window.carom.frame.tick > t + 10, {timeout: 10000, polling: 100}, tick0);
   check(true, "resume: the viewer's tick advances");
 
-  // The gas (10 000 moving bodies, collisions every tick) loaded by name from
-  // the page; paused after a second of deltas, the viewer's decoded state is
+  // The picker: one option per scenario the server lists (over TCP, to
+  // carom-ctl), in its order, each named and counted as the server says; the
+  // viewer's page has the same list.
+  const listed = JSON.parse(execFileSync(args.ctl, ["--server", site.address, "--json", "scenarios"],
+                                         {encoding: "utf8"})).scenarios.scenarios;
+  const want = listed.map((s) => `${s.name} (${s.error ? "does not parse" : `${s.bodies} bodies`})`);
+  for (const [who, page] of [["controller", controller], ["viewer", viewer]]) {
+    await page.waitForFunction(() => window.carom.scenarios !== null, {timeout: 10000, polling: 100});
+    const shown = await page.$$eval("#scenario option", (os) => os.map((o) => `${o.value}|${o.textContent}|${o.title}`));
+    check(JSON.stringify(shown) === JSON.stringify(listed.map((s, i) => `${s.name}|${want[i]}|${s.error || s.description}`)),
+          `the ${who}'s picker shows the server's ${listed.length} scenarios: ${shown.map((o) => o.split("|")[0])}`);
+  }
+  check(listed.length === fs.readdirSync(args["scenario-dir"]).filter((f) => f.endsWith(".txtpb")).length &&
+        listed.some((s) => s.name === "gas" && s.bodies === "10000"),
+        "the server lists every file of --scenario-dir, the gas with its 10000 bodies");
+
+  // The gas (10 000 moving bodies, collisions every tick) picked and loaded
+  // from the page; paused after a second of deltas, the viewer's decoded state is
   // the server's state quantized at 1 mm and 1 mm/s, bit for bit.
-  await controller.type("#scenario", "gas");
+  await controller.select("#scenario", "gas");
   await controller.click("#load");
   await viewer.waitForFunction(() => window.carom.frame.ids.length === 10000, {timeout: 20000, polling: 100});
   const tick1 = await viewer.evaluate(() => window.carom.frame.tick);
