@@ -4,12 +4,12 @@
 
 import descriptor from "carom:descriptor";
 
-import {Connection, kEventImpulseThreshold, serverUrl} from "./connection.js";
+import {Connection, serverUrl} from "./connection.js";
 import {makeProtocol} from "./protocol.js";
 import {Camera, ColourMode, makeRenderer} from "./render.js";
 
 const kFlashSeconds = 0.6;
-const kMaxFlashes = 1024;   // the newest are drawn (a 10 000-body gas has about 800 collisions a tick)
+const kMaxFlashes = 1024;   // the newest are drawn (the server sends at most kWishes.max_events a snapshot)
 const kFlingPerSecond = 2;  // a drag of d metres flings at 2 d m/s
 const kClickPixels = 4;     // a press that moves less than this is a click
 
@@ -140,9 +140,7 @@ function takeFrame(f) {
   if (page.autoFit || page.prev === null) renderer.setOrigin(camera.cx, camera.cy);
   renderer.setFrame(page.prev, f, page.mode);
   for (const e of f.events) {
-    if (!e.point) continue;
-    if (kEventImpulseThreshold > 0 && (!e.impulse || Math.hypot(e.impulse.x, e.impulse.y) < kEventImpulseThreshold)) continue;
-    page.flashes.push({x: e.point.x, y: e.point.y, born: now});
+    if (e.point) page.flashes.push({x: e.point.x, y: e.point.y, born: now});
   }
   if (page.flashes.length > kMaxFlashes) page.flashes.splice(0, page.flashes.length - kMaxFlashes);
 }
@@ -389,7 +387,7 @@ $("controls").addEventListener("submit", (e) => e.preventDefault());
 
 // For tests and the curious: the page's state, read-only by convention.
 window.carom = {camera, renderer, connection, get frame() { return page.cur; }, get phase() { return page.phase; },
-                get scenarios() { return page.scenarios; }};
+                get scenarios() { return page.scenarios; }, get flashes() { return page.flashes.length; }};
 
 readFragment();
 resize();

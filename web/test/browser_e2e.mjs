@@ -6,7 +6,8 @@
 // tick advance, the scenario picker offers exactly what the server lists
 // (carom-ctl --json scenarios), a scenario picked there and loaded runs, and the page's
 // decoded compact stream equals the server's own state quantized (get_world,
-// full precision), body for body; no console errors. Writes a screenshot.
+// full precision), body for body, and its flashes come from compact events
+// within the threshold and cap it asks for; no console errors. Writes a screenshot.
 //
 //   node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --ctl CAROM_CTL --scenario FILE --scenario-dir DIR --out DIR
 // Exit 77 (ctest: skipped) when chromium is not installed.
@@ -165,6 +166,42 @@ try {
   await viewer.waitForFunction(() => window.carom.frame.ids.length === 10000, {timeout: 20000, polling: 100});
   const tick1 = await viewer.evaluate(() => window.carom.frame.tick);
   await viewer.waitForFunction((t) => window.carom.frame.tick > t + 30, {timeout: 20000, polling: 100}, tick1);
+  // Its flashes come from compact events: at most 32 a snapshot (max_events),
+  // each an impact at least 2 m/s hard (min_event_speed: for two of the gas's
+  // equal balls, |impulse| 2 / m, with the impulse a bfloat16), at a point in
+  // the box, between two of its bodies, of a tick up to the snapshot's.
+  const events = await viewer.evaluate(() => new Promise((resolve) => {
+    const seen = new Map();  // tick -> problems found in its frame's events
+    const kMass = Math.PI * 0.25 * 0.25;  // density 1
+    // How the events came: counted as the page's stream decodes snapshots.
+    const stream = window.carom.connection.stream;
+    const decode = stream.snapshot.bind(stream);
+    const came = {coded: 0, plain: 0};
+    stream.snapshot = (s) => {
+      if (s.compact_events) ++came.coded;
+      if (s.events.length > 0) ++came.plain;
+      return decode(s);
+    };
+    const look = () => {
+      const f = window.carom.frame;
+      if (!seen.has(f.tick)) {
+        const ids = new Set(f.ids);
+        const bad = f.events.filter((e) => !(Math.hypot(e.impulse.x, e.impulse.y) * 2 / kMass >= 2 * (1 - 2 ** -7)) ||
+                                           !(e.point.x >= 0 && e.point.x <= 90 && e.point.y >= 0 && e.point.y <= 90) ||
+                                           !ids.has(e.a) || !ids.has(e.b) || !(e.a < e.b) || e.tick > f.tick);
+        seen.set(f.tick, {n: f.events.length, bad: bad.length});
+      }
+      if (seen.size < 30) setTimeout(look, 5);
+      else resolve({frames: seen.size, events: [...seen.values()].map((v) => v.n), came,
+                    bad: [...seen.values()].reduce((a, v) => a + v.bad, 0), flashes: window.carom.flashes});
+    };
+    look();
+  }));
+  check(events.events.some((n) => n > 0) && events.events.every((n) => n <= 32) && events.bad === 0 &&
+        events.flashes > 0 && events.came.coded > 0 && events.came.plain === 0,
+        `the gas's flashes come from compact events: per snapshot ${events.events.join(" ")}; ${events.bad} out of ` +
+        `threshold, box or order; ${events.came.coded} snapshots with compact events, ${events.came.plain} with ` +
+        `plain ones; ${events.flashes} flashes alive`);
   // Pause, then step one tick: the viewer's rate limit (60 Hz) may drop the
   // snapshot that the pause re-sends (carom-server's session sends nothing
   // later while paused), never the step's, which comes a while after.
