@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <vector>
 
 #include "carom/proto/text.hpp"
@@ -35,7 +36,13 @@ v1::ScenarioInfo describe(const std::string& name, const std::string& path) {
   }
   info.set_description(first_line(scenario.description()));
   std::uint64_t bodies = static_cast<std::uint64_t>(scenario.bodies_size());
-  for (const v1::Generator& g : scenario.generators()) bodies += generator_count(g);
+  // Saturating: generators of a file that would never load may ask for more
+  // than 2^64 between them.
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  for (const v1::Generator& g : scenario.generators()) {
+    const std::uint64_t n = generator_count(g);
+    bodies = n > kMax - bodies ? kMax : bodies + n;
+  }
   info.set_bodies(bodies);
   return info;
 }
