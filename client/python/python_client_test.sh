@@ -3,8 +3,7 @@
 # loopback port, runs the carom_client.py demo against it (viewer snapshots,
 # then a controller spawn that must show up in a snapshot; compact stream,
 # plain, no body tables), checks that a bad spawn and a bad Hello come back
-# with their field, that list_scenarios lists the server's scenario directory
-# (and says NOT_FOUND once it is gone), that compact viewers decode exactly the server's
+# with their field, that compact viewers decode exactly the server's
 # quantization of get_world's state, and that the Python decoder makes of the
 # C++ codec's frames (carom_compact_vectors) what the C++ decoder does,
 # corrupt ones included; stops the server.
