@@ -18,7 +18,7 @@ export const kWishes = Object.freeze({
   // threshold"): impacts that changed the pair's relative normal velocity by
   // 2 m/s or more (no resting contacts, which report every tick), the
   // hardest 32 a snapshot (at 60 a second, 0.6 s of flashes is about the
-  // 1024 the page keeps), coded compactly (about 12 bytes an event, not 55).
+  // 1024 the page keeps), coded compactly (docs/protocol.md, "Compact events").
   min_event_speed: 2,
   max_events: 32,
   compact_events: true,
