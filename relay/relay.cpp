@@ -76,10 +76,17 @@ double on_grid(float value, double quantum) {
   return static_cast<double>(std::llround(static_cast<double>(value) / quantum)) * quantum;
 }
 
+// The upstream has the scenarios: ListScenarios goes there with the
+// commands (from viewers too: it is read-only).
+RelayOptions listing_upstream(RelayOptions o) {
+  o.serve.forward_list_scenarios = true;
+  return o;
+}
+
 }  // namespace
 
 struct Relay::Impl {
-  explicit Impl(RelayOptions o) : options(std::move(o)), hub(options.serve) {}
+  explicit Impl(RelayOptions o) : options(listing_upstream(std::move(o))), hub(options.serve) {}
 
   RelayOptions options;
   Hub hub;

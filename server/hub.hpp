@@ -15,6 +15,7 @@
 
 #include "carom/v1/protocol.pb.h"
 #include "options.hpp"
+#include "scenario_list.hpp"
 #include "snapshot.hpp"
 
 namespace carom::server {
@@ -38,8 +39,10 @@ struct PublicState {
 
 class Hub {
  public:
-  explicit Hub(const ServerOptions& options) : options_(options) {}
+  explicit Hub(const ServerOptions& options) : options_(options), scenarios_(options.scenario_dir) {}
   const ServerOptions& options() const { return options_; }
+  /// The scenario directory's listing, for ListScenarios (network threads).
+  ScenarioCatalog& scenarios() { return scenarios_; }
 
   /// Registers a new connection; false when --max-clients are connected.
   bool add(const std::shared_ptr<Session>& session, std::uint64_t* id);
@@ -90,6 +93,7 @@ class Hub {
     StreamKey key;
   };
   ServerOptions options_;
+  ScenarioCatalog scenarios_;
   std::atomic<bool> closing_{false};
   std::atomic<bool> resend_{false};
   mutable std::mutex sessions_mutex_;

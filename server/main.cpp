@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "Simulation threads (0 = all cores)")->check(CLI::Range(0, 1024));
   app.add_option("--io-threads", o.io_threads, "Network threads")->check(CLI::Range(1, 64));
   app.add_option("--scenario", o.scenario, "Scenario (.txtpb) to load at start");
-  app.add_option("--scenario-dir", o.scenario_dir, "Directory searched by LoadScenario{name}");
+  app.add_option("--scenario-dir", o.scenario_dir, "Directory searched by LoadScenario{name} and listed by ListScenarios");
   app.add_option("--token", o.token, "Token controllers must present")->envname("CAROM_TOKEN");
   app.add_flag("--insecure", o.insecure, "Allow a non-loopback --bind without a token");
   app.add_option("--max-bodies", o.max_bodies, "Most bodies the world may hold")

@@ -29,7 +29,11 @@ struct ServerOptions {
   int threads = 0;                     ///< simulation threads; 0 = all hardware threads
   int io_threads = 2;                  ///< threads running the network
   std::string scenario;                ///< .txtpb loaded at start ("" = empty world)
-  std::string scenario_dir;            ///< where LoadScenario{name} looks
+  std::string scenario_dir;            ///< where LoadScenario{name} looks (and ListScenarios lists)
+  /// ListScenarios goes to the command queue like a command (from viewers
+  /// too) instead of being answered from scenario_dir: a relay, whose
+  /// upstream has the scenarios.
+  bool forward_list_scenarios = false;
   std::string token;                   ///< controllers must present it; "" = loopback only
   /// Not empty: every controller Hello is refused (PERMISSION_DENIED) with
   /// this reason, token or not (a relay that cannot forward control).

@@ -257,7 +257,23 @@ void Session::on_hello(const v1::Hello& hello) {
 }
 
 void Session::on_command(v1::Command command) {
-  if (!control_) {
+  // Read-only, so viewers may ask; answered here, on this connection's
+  // strand: the simulation thread never waits on the file system.
+  if (command.has_list_scenarios() && !hub_.options().forward_list_scenarios) {
+    v1::ServerMessage m;
+    v1::CommandResult& r = *m.mutable_result();
+    r.set_request_id(command.request_id());
+    std::string why;
+    r.set_code(hub_.scenarios().list(r.mutable_scenarios(), &why));
+    if (r.code() != v1::OK) {
+      r.clear_payload();
+      r.set_message("list_scenarios: " + why);
+    }
+    r.set_tick(hub_.get_public().tick);
+    queue(frame_of(m));
+    return;
+  }
+  if (!control_ && !command.has_list_scenarios()) {
     v1::ServerMessage m = refused(command, v1::PERMISSION_DENIED,
                                   "viewers are read-only: connect with role ROLE_CONTROLLER to send commands");
     m.mutable_result()->set_tick(hub_.get_public().tick);

@@ -16,6 +16,7 @@
 
 #include "convert.hpp"
 #include "generators.hpp"
+#include "scenario_list.hpp"
 
 namespace carom::server {
 
@@ -23,16 +24,7 @@ namespace gp = google::protobuf;
 
 namespace {
 
-constexpr std::size_t kMaxScenarioName = 128;
-
 std::string unknown_id(BodyId id) { return "unknown body id " + std::to_string(id); }
-
-bool valid_scenario_name(const std::string& name) {
-  if (name.empty() || name.size() > kMaxScenarioName) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
-}
 
 // Adds `bodies`, then the bodies of `generators`, to `world`: all or none.
 // Fields are relative to the message holding both lists ("bodies[3].radius",
@@ -335,6 +327,11 @@ SimState::Failure SimState::apply_kind(const v1::Command& command, v1::CommandRe
       return {};
 
     case v1::Command::kGetStats: fill_stats(result->mutable_stats()); return {};
+
+    // Connections answer it themselves (ScenarioCatalog, off this thread):
+    // only a scenario's script brings it here, where it has no one to answer.
+    case v1::Command::kListScenarios:
+      return {v1::INVALID_ARGUMENT, "list_scenarios", "answered to connections only, not in a scenario's script"};
 
     case v1::Command::KIND_NOT_SET: break;
   }

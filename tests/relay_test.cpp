@@ -329,5 +329,33 @@ TEST(Relay, AnUpstreamTokenTheServerRefusesStillRelaysTheStream) {
   EXPECT_NE(r.log().find("refused control"), std::string::npos) << r.log();
 }
 
+// A relay has no scenarios of its own: a viewer's ListScenarios goes
+// upstream, through a relay that forwards no control, and comes back as the
+// server's own answer (the server lists the directory of its --scenario).
+TEST(Relay, AViewerListsTheServersScenariosThroughARelay) {
+  Process s = server();
+  ASSERT_NE(s.port(), 0) << s.log();
+  Process r = relay(s.address());
+  ASSERT_NE(r.port(), 0) << r.log();
+  v1::Command list;
+  list.set_request_id(9);
+  list.mutable_list_scenarios();
+  client::Connection direct = viewer(s.port());
+  v1::CommandResult want;
+  ASSERT_TRUE(direct.call(list, &want)) << direct.error();
+  ASSERT_EQ(want.code(), v1::OK) << want.message();
+  ASSERT_GT(want.scenarios().scenarios_size(), 0);
+  client::Connection v = viewer(r.port());
+  v1::CommandResult got;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    ASSERT_TRUE(v.call(list, &got)) << v.error();
+    if (got.code() != v1::FAILED_PRECONDITION) break;  // upstream not yet connected
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(got.code(), v1::OK) << got.message();
+  EXPECT_EQ(got.request_id(), 9u);
+  EXPECT_EQ(got.scenarios().SerializeAsString(), want.scenarios().SerializeAsString());
+}
+
 }  // namespace
 }  // namespace carom

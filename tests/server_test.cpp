@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -918,6 +919,99 @@ TEST_F(ServerTest, StopSaysGoodbyeToEveryClient) {
     EXPECT_TRUE(goodbye) << c.error();
   }
   stopper.join();
+}
+
+// ListScenarios: the NAME.txtpb files of --scenario-dir that LoadScenario
+// would take, sorted, each with its description's first line and its body
+// count (listed bodies plus generated ones); a file that does not parse is
+// listed with the parser's message. Viewers may ask. A changed file is read
+// again. A server without a directory, or with one that is gone, says
+// NOT_FOUND and why.
+TEST_F(ServerTest, ListScenariosNamesTheLoadableFilesToViewersAndControllers) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("carom-list-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub.txtpb");  // a directory: not listed
+  auto write = [&](const std::string& file, const std::string& text) { std::ofstream(dir / file) << text; };
+  write("b_pair.txtpb",
+        "description: \"Two bodies\\nand a grid of six\"\n"
+        "bodies { position { x: 1 y: 1 } radius: 0.5 }\n"
+        "bodies { position { x: 3 y: 1 } radius: 0.5 }\n"
+        "generators { grid { origin { x: 5 y: 5 } columns: 3 rows: 2 spacing: 1 radius: 0.2 } }\n");
+  write("a-broken.txtpb", "bodies { radius: }\n");
+  write("empty.txtpb", "");
+  write("bad name.txtpb", "");     // LoadScenario would refuse the name
+  write("notes.txt", "");          // not a scenario file
+  write(".txtpb", "");             // no name at all
+
+  server::ServerOptions o;
+  o.scenario_dir = dir.string();
+  start(o);
+  auto list = [&](Connection& c) {
+    v1::Command command;
+    command.mutable_list_scenarios();
+    return call(c, command);
+  };
+  Connection viewer;
+  ASSERT_TRUE(connect(viewer, v1::ROLE_VIEWER));
+  v1::CommandResult r = list(viewer);
+  ASSERT_EQ(r.code(), v1::OK) << r.message();
+  ASSERT_EQ(r.scenarios().scenarios_size(), 3);
+  EXPECT_FALSE(r.scenarios().truncated());
+  const v1::ScenarioInfo& broken = r.scenarios().scenarios(0);
+  EXPECT_EQ(broken.name(), "a-broken");
+  EXPECT_NE(broken.error().find("a-broken.txtpb:1"), std::string::npos) << broken.error();
+  EXPECT_EQ(broken.bodies(), 0u);
+  const v1::ScenarioInfo& pair = r.scenarios().scenarios(1);
+  EXPECT_EQ(pair.name(), "b_pair");
+  EXPECT_EQ(pair.description(), "Two bodies");
+  EXPECT_EQ(pair.bodies(), 8u);
+  EXPECT_EQ(pair.error(), "");
+  EXPECT_EQ(r.scenarios().scenarios(2).name(), "empty");
+  EXPECT_EQ(r.scenarios().scenarios(2).bodies(), 0u);
+
+  // What is listed loads, and with the listed number of bodies.
+  Connection ctl;
+  ASSERT_TRUE(connect(ctl, v1::ROLE_CONTROLLER));
+  v1::Command load;
+  load.mutable_load_scenario()->set_name(pair.name());
+  const v1::CommandResult loaded = call(ctl, load);
+  ASSERT_EQ(loaded.code(), v1::OK) << loaded.message();
+  EXPECT_EQ(world_hash_and_size().second, pair.bodies());
+
+  // A file that changes (here: its size) is read again; one removed goes.
+  write("b_pair.txtpb", "description: \"Now one\"\nbodies { position { x: 1 y: 1 } radius: 0.5 }\n");
+  fs::remove(dir / "empty.txtpb");
+  r = list(ctl);
+  ASSERT_EQ(r.code(), v1::OK) << r.message();
+  ASSERT_EQ(r.scenarios().scenarios_size(), 2);
+  EXPECT_EQ(r.scenarios().scenarios(1).description(), "Now one");
+  EXPECT_EQ(r.scenarios().scenarios(1).bodies(), 1u);
+
+  // The directory gone: NOT_FOUND, naming it; the connection stays.
+  fs::remove_all(dir);
+  r = list(viewer);
+  EXPECT_EQ(r.code(), v1::NOT_FOUND);
+  EXPECT_NE(r.message().find("list_scenarios: cannot read the scenario directory " + dir.string()), std::string::npos)
+      << r.message();
+  EXPECT_FALSE(r.has_scenarios());
+  EXPECT_EQ(list(viewer).code(), v1::NOT_FOUND);
+}
+
+TEST_F(ServerTest, ListScenariosWithoutAScenarioDirectoryIsNotFound) {
+  start();
+  Connection viewer;
+  ASSERT_TRUE(connect(viewer, v1::ROLE_VIEWER));
+  v1::Command command;
+  command.set_request_id(5);
+  command.mutable_list_scenarios();
+  const v1::CommandResult r = call(viewer, command);
+  EXPECT_EQ(r.code(), v1::NOT_FOUND);
+  EXPECT_EQ(r.message(), "list_scenarios: the server has no scenario directory (--scenario-dir)");
+  EXPECT_EQ(r.field(), "");
+  // Still connected, and a viewer still may not command.
+  v1::CommandResult refused = call(viewer, command_of([](v1::Command& c) { c.mutable_pause(); }));
+  EXPECT_EQ(refused.code(), v1::PERMISSION_DENIED);
 }
 
 }  // namespace

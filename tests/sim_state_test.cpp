@@ -1060,6 +1060,21 @@ TEST(SimState, ScriptThatResetsItselfDoesNotLoop) {
   EXPECT_EQ(sim.script_errors(), 0u);
 }
 
+// list_scenarios is answered by connections, off the simulation thread: one
+// in a script reaches SimState, which refuses it, naming the command, and
+// changes nothing.
+TEST(SimState, ListScenariosInAScriptIsRefused) {
+  SimState sim(options(1000, CAROM_SCENARIOS));
+  const std::string before = state_of(sim);
+  const v1::CommandResult r = run(sim, "list_scenarios {}");
+  EXPECT_EQ(r.code(), v1::INVALID_ARGUMENT);
+  EXPECT_EQ(r.field(), "list_scenarios");
+  EXPECT_EQ(state_of(sim), before);
+  ASSERT_TRUE(sim.load_scenario(parse<v1::Scenario>("script { tick: 0 command { list_scenarios {} } }")).ok());
+  sim.run_script();
+  EXPECT_EQ(sim.script_errors(), 1u);
+}
+
 // --- stats -------------------------------------------------------------------------------
 
 TEST(SimState, GetStats) {

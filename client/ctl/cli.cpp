@@ -308,6 +308,9 @@ CommandLine::CommandLine() : app_("carom-ctl: send commands to a carom-server as
       "load", "load a scenario: a local .txtpb file (sent inline) or a name in the server's scenario directory");
   load_->add_option("scenario", load_target_, "NAME or FILE")->type_name("NAME_OR_FILE")->required();
 
+  scenarios_ = app_.add_subcommand(
+      "scenarios", "list the scenarios in the server's scenario directory (the names load takes), as a viewer");
+
   save_ = app_.add_subcommand("save", "save the complete world (binary SavedWorld) to FILE");
   save_->add_option("file", save_file_, "output file")->type_name("FILE")->required();
 
@@ -376,6 +379,7 @@ int CommandLine::run() const {
   if (step_->parsed()) return run_step(g, command());
   if (reset_->parsed()) return run_reset(g);
   if (load_->parsed()) return run_load(g, load_target_);
+  if (scenarios_->parsed()) return run_scenarios(g);
   if (save_->parsed()) return run_save(g, save_file_);
   if (load_world_->parsed()) return run_load_world(g, load_world_file_);
   if (get_world_->parsed()) {

@@ -115,6 +115,7 @@ class CommandLine {
   CLI::App* get_world_ = nullptr;
   bool world_text_ = false, world_json_ = false;
   CLI::App* stats_ = nullptr;
+  CLI::App* scenarios_ = nullptr;
   bool reset_timing_ = false;
   CLI::App* watch_ = nullptr;
   double watch_seconds_ = 0.0;

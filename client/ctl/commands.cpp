@@ -78,8 +78,9 @@ class Session {
  public:
   explicit Session(const Globals& g) : g_(g) {}
 
-  /// Connects and says Hello as a controller; prints why not and returns false.
-  bool open(const v1::SnapshotWishes* wishes = nullptr) {
+  /// Connects and says Hello (as a controller unless `role` says otherwise);
+  /// prints why not and returns false.
+  bool open(const v1::SnapshotWishes* wishes = nullptr, v1::Role role = v1::ROLE_CONTROLLER) {
     client::Address address;
     std::string error;
     if (!client::parse_address(g_.server, &address, &error)) {
@@ -87,7 +88,7 @@ class Session {
       return false;
     }
     v1::Hello hello;
-    hello.set_role(v1::ROLE_CONTROLLER);
+    hello.set_role(role);
     hello.set_client_name("carom-ctl");
     hello.set_token(g_.token);
     if (wishes != nullptr) *hello.mutable_wishes() = *wishes;
@@ -424,6 +425,36 @@ int run_stats(const Globals& g, bool reset_timing) {
   v1::Command command;
   command.mutable_get_stats()->set_reset_timing(reset_timing);
   return run_one(g, command, [](const v1::CommandResult& r) { print_stats(stdout, r.stats()); });
+}
+
+int run_scenarios(const Globals& g) {
+  // As a viewer (listing is read-only): no token needed, and the snapshots a
+  // viewer always gets are kept to one a second without bodies.
+  Session session(g);
+  v1::SnapshotWishes wishes;
+  wishes.set_omit_bodies(true);
+  wishes.set_max_rate_hz(1.0);
+  if (!session.open(&wishes, v1::ROLE_VIEWER)) return kExitUsage;
+  v1::Command command;
+  command.mutable_list_scenarios();
+  v1::CommandResult result;
+  if (!session.call(command, &result)) return kExitUsage;
+  return finish(g, "list_scenarios", result, [&] {
+    const auto& list = result.scenarios().scenarios();
+    std::size_t width = 4;
+    for (const v1::ScenarioInfo& s : list) width = std::max(width, s.name().size());
+    std::printf("%-*s %9s  %s\n", static_cast<int>(width), "name", "bodies", "description");
+    for (const v1::ScenarioInfo& s : list) {
+      if (s.error().empty()) {
+        std::printf("%-*s %9llu  %s\n", static_cast<int>(width), s.name().c_str(), ull(s.bodies()),
+                    s.description().c_str());
+      } else {
+        std::printf("%-*s %9s  (does not parse: %s)\n", static_cast<int>(width), s.name().c_str(), "-",
+                    s.error().c_str());
+      }
+    }
+    if (result.scenarios().truncated()) std::printf("(the first %d by name: the directory holds more)\n", list.size());
+  });
 }
 
 int run_watch(const Globals& g, double seconds, bool bodies, bool plain) {

@@ -1,7 +1,7 @@
 #pragma once
 /// \file The carom-ctl commands. Each run_* function takes its request as
 /// the command line built it (cli.hpp; a bad command line never gets here),
-/// connects as a controller, sends one command (or a script), prints the
+/// connects as a controller (scenarios: a viewer), sends one command (or a script), prints the
 /// result and returns the process exit status (values.hpp: kExit*).
 ///
 /// Threading: the main thread only (watch and play install a SIGINT handler).
@@ -46,6 +46,9 @@ int run_load_world(const Globals& g, const std::string& file);
 enum class WorldFormat { kTable, kText, kJson };
 int run_get_world(const Globals& g, WorldFormat format);
 int run_stats(const Globals& g, bool reset_timing);
+/// The scenarios the server can load by name, as a table (name, bodies,
+/// description); connects as a viewer, so no token is needed.
+int run_scenarios(const Globals& g);
 /// One stats line per second for `seconds` (0 = until Ctrl-C), with what the
 /// stream cost: kB/s and bytes per snapshot; with `bodies` the bodies travel
 /// too (compact unless `plain`) and the line adds bytes per body per snapshot.

@@ -2,7 +2,8 @@
 # End-to-end test of carom-ctl against the real carom-server on a free
 # loopback port: every subcommand, its exit status (0 done, 1 refused by the
 # server, 2 usage or connection), JSON output, FILE:LINE errors for scenario
-# files, save / load-world round trip, play, watch, and every shipped scenario.
+# files, save / load-world round trip, play, watch, and every shipped scenario
+# (loaded, and listed by scenarios).
 #
 # usage: ctl_test.sh CAROM_SERVER CAROM_CTL SCENARIO_DIR
 set -u
@@ -163,6 +164,15 @@ for f in "$scenarios"/*.txtpb; do
   expect 0 "load $(basename "$f")" -- c load "$f"
 done
 expect 0 "load by name" -- c load newtons_cradle
+# scenarios lists what load takes by name: every shipped file, as a viewer.
+expect 0 "scenarios" -- c scenarios
+for f in "$scenarios"/*.txtpb; do
+  contains "$work/out" "$(basename "$f" .txtpb) " "scenarios lists $(basename "$f")"
+done
+contains "$work/out" "Newton's cradle" "scenarios shows descriptions"
+expect 0 "scenarios --json" -- c --json scenarios
+contains "$work/out" '"name":"newtons_cradle"' "scenarios --json"
+contains "$work/out" '"bodies":"13"' "scenarios --json counts bodies"
 expect 1 "load unknown name" -- c load no_such_scenario
 contains "$work/err" "NOT_FOUND" "load unknown name"
 expect 1 "load missing file" -- c load "$work/missing.txtpb"

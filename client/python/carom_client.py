@@ -18,6 +18,8 @@ As a module:
         print(result.code, list(result.spawned.ids))
         # On error, result.field is the path of the field at fault
         # ("spawn.bodies[0].radius"), result.message a sentence starting with it.
+        for scenario in conn.list_scenarios():   # what load_scenario.name takes
+            print(scenario.name, scenario.bodies, scenario.description)
 
 The generated modules are also reachable as carom_client.pb (protocol_pb2)
 and carom_client.world (world_pb2).
@@ -87,6 +89,19 @@ class ServerRefused(CaromError):
         self.code = error.code
         self.message = error.message
         self.field = error.field
+
+
+class CommandFailed(CaromError):
+    """A command's CommandResult was not OK (raised by the helpers that
+    return a payload, such as list_scenarios): code, message, field, and the
+    whole result."""
+
+    def __init__(self, result):
+        super().__init__("%s: %s" % (pb.ErrorCode.Name(result.code), result.message))
+        self.code = result.code
+        self.message = result.message
+        self.field = result.field
+        self.result = result
 
 
 # --- framing -------------------------------------------------------------------
@@ -501,6 +516,19 @@ class Connection:
             if kind == "goodbye":
                 self.close()
                 raise CaromError("the server said goodbye: %s" % reply.goodbye.reason)
+
+    def list_scenarios(self, timeout=30.0):
+        """The scenarios the server can load by name (LoadScenario.name): a
+        list of ScenarioInfo (name, description, bodies; error when the file
+        does not parse), sorted by name. Viewers may ask too. Raises
+        CommandFailed (NOT_FOUND) when the server has no scenario directory
+        or cannot read it."""
+        command = pb.Command()
+        command.list_scenarios.SetInParent()
+        result = self.call(command, timeout)
+        if result.code != pb.OK:
+            raise CommandFailed(result)
+        return list(result.scenarios.scenarios)
 
     def snapshots(self, timeout=5.0):
         """Yields snapshots as they arrive; raises CaromError when none comes

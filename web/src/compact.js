@@ -233,3 +233,89 @@ function scaled(q, quantum) {
   for (let i = 0; i < q.length; ++i) out[i] = q[i] * quantum;
   return out;
 }
+
+// --- compact events ----------------------------------------------------------
+
+const kMaxId = 0xffffffff;
+
+/// One decoded compact event, as proto/src/compact.hpp's CompactEvent: the
+/// point in quanta (exact integers), the impulse as its two bfloat16s' bits.
+export class CompactEvent {
+  constructor(tick, a, b, x, y, ix, iy) {
+    this.tick = tick;
+    this.a = a;
+    this.b = b;
+    this.x = x;
+    this.y = y;
+    this.ix = ix;
+    this.iy = iy;
+  }
+}
+
+/// The value of a bfloat16 (its bits as the high half of a float32).
+export function fromBfloat16(bits) {
+  const f = new Float32Array(1);
+  new Uint32Array(f.buffer)[0] = (bits & 0xffff) << 16;
+  return f[0];
+}
+
+// An exact sum of two residual-built values, or null when it is beyond what
+// any valid stream holds (a BigInt residual, or an unsafe sum): every range
+// checked below is within +-2^53, so such a sum is out of it anyway, and the
+// C++ decoder's wrapping int64 sum is out of it too.
+function exact(a, r) {
+  if (typeof r !== "number") return null;
+  const s = a + r;
+  return Number.isSafeInteger(s) ? s : null;
+}
+
+// Index of `id` in the sorted ids, or -1.
+function indexOf(ids, id) {
+  let lo = 0, hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ids[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ids.length && ids[lo] === id ? lo : -1;
+}
+
+/// Decodes a snapshot's CompactEvents (docs/protocol.md, "Compact events"),
+/// a port of proto/src/compact.cpp's decode_events: `tokens` and `impulses`
+/// (Uint8Array) of the snapshot of `tick`, whose decoded position Track is
+/// `positions`. Returns CompactEvents; throws CompactError when the bytes are
+/// truncated, left over, or give an id, tick or point out of range.
+export function decodeEvents(tokens, impulses, tick, positions) {
+  if (impulses.length % 4 !== 0) throw new CompactError("impulses is not 4 bytes an event");
+  const n = impulses.length / 4;
+  const r = new TokenReader(tokens);
+  const out = new Array(n);
+  let lastAge = 0, lastA = 0, lastX = 0, lastY = 0;
+  for (let i = 0; i < n; ++i) {
+    const rAge = r.get(), rA = r.get(), rB = r.get(), rx = r.get(), ry = r.get();
+    const age = exact(lastAge, rAge), a = exact(lastA, rA);
+    const b = a === null ? null : exact(a, rB);
+    if (age === null || age < 0 || age > tick) throw new CompactError("an event's tick is after the snapshot's or before tick 0");
+    if (a === null || b === null || a < 0 || a > kMaxId || b < 0 || b > kMaxId)
+      throw new CompactError("an event's body id is outside [0, 2^32)");
+    // The prediction: the midpoint of the two bodies, rounded down (their
+    // sum is within +-2^53, exact), else the previous point.
+    let px = lastX, py = lastY;
+    const ia = indexOf(positions.id, a), ib = indexOf(positions.id, b);
+    if (ia >= 0 && ib >= 0) {
+      px = Math.floor((positions.x[ia] + positions.x[ib]) / 2);
+      py = Math.floor((positions.y[ia] + positions.y[ib]) / 2);
+    }
+    const x = exact(px, rx), y = exact(py, ry);
+    if (x === null || y === null || x > kMaxQuantized || x < -kMaxQuantized || y > kMaxQuantized || y < -kMaxQuantized)
+      throw new CompactError("an event's point is beyond +-2^52 quanta (corrupt residuals)");
+    out[i] = new CompactEvent(tick - age, a, b, x, y, impulses[4 * i] | (impulses[4 * i + 1] << 8),
+                              impulses[4 * i + 2] | (impulses[4 * i + 3] << 8));
+    lastAge = age;
+    lastA = a;
+    lastX = x;
+    lastY = y;
+  }
+  r.finish();
+  return out;
+}

@@ -3,14 +3,13 @@
 // server lets this page control the world.
 
 import descriptor from "carom:descriptor";
-import shippedScenarios from "carom:scenarios";
 
-import {Connection, kEventImpulseThreshold, serverUrl} from "./connection.js";
+import {Connection, serverUrl} from "./connection.js";
 import {makeProtocol} from "./protocol.js";
 import {Camera, ColourMode, makeRenderer} from "./render.js";
 
 const kFlashSeconds = 0.6;
-const kMaxFlashes = 1024;   // the newest are drawn (a 10 000-body gas has about 800 collisions a tick)
+const kMaxFlashes = 1024;   // the newest are drawn (the server sends at most kWishes.max_events a snapshot)
 const kFlingPerSecond = 2;  // a drag of d metres flings at 2 d m/s
 const kClickPixels = 4;     // a press that moves less than this is a click
 
@@ -34,6 +33,7 @@ const page = {
   autoFit: true,
   mode: ColourMode.speed,
   flashes: [],
+  scenarios: null,  // the server's list_scenarios answer: {code, message, list}
   lastMessage: 0,
   drag: null,
   // Per-second counters: [frames drawn, snapshots, bytes], and their last rates.
@@ -65,6 +65,7 @@ const connection = new Connection(protocol, serverUrl(window.location), {
       $("gy").value = p.gravity.y;
     }
     if (p.restitution !== undefined && p.restitution !== null) $("restitution").value = p.restitution;
+    listScenarios();
   },
   frame: (f, bytes) => {
     count(1, 1);
@@ -139,9 +140,7 @@ function takeFrame(f) {
   if (page.autoFit || page.prev === null) renderer.setOrigin(camera.cx, camera.cy);
   renderer.setFrame(page.prev, f, page.mode);
   for (const e of f.events) {
-    if (!e.point) continue;
-    if (kEventImpulseThreshold > 0 && (!e.impulse || Math.hypot(e.impulse.x, e.impulse.y) < kEventImpulseThreshold)) continue;
-    page.flashes.push({x: e.point.x, y: e.point.y, born: now});
+    if (e.point) page.flashes.push({x: e.point.x, y: e.point.y, born: now});
   }
   if (page.flashes.length > kMaxFlashes) page.flashes.splice(0, page.flashes.length - kMaxFlashes);
 }
@@ -275,6 +274,34 @@ async function send(kind) {
   return r;
 }
 
+// The picker offers what the server says it can load (viewers may ask too:
+// it is read-only), asked again on every (re)connection.
+async function listScenarios() {
+  const r = await connection.command({list_scenarios: {}});
+  if (r === null) return;  // the connection went: the next Welcome asks again
+  const list = r.code === 0 && r.scenarios ? r.scenarios.scenarios : [];
+  page.scenarios = {code: protocol.errorName(r.code), message: r.message, list};
+  const select = $("scenario");
+  const keep = select.value;
+  select.replaceChildren();
+  const option = (value, text, title) => {
+    const o = document.createElement("option");
+    o.value = value;
+    o.textContent = text;
+    if (title) o.title = title;
+    select.appendChild(o);
+    return o;
+  };
+  if (r.code !== 0) option("", "(none)", r.message).disabled = true;
+  for (const s of list) {
+    if (s.error) option(s.name, `${s.name} (does not parse)`, s.error).disabled = true;
+    else option(s.name, `${s.name} (${s.bodies} bodies)`, s.description);
+  }
+  if (list.some((s) => s.name === keep && !s.error)) select.value = keep;
+  else select.selectedIndex = Array.from(select.options).findIndex((o) => !o.disabled);
+  $("load").disabled = select.selectedIndex < 0 || select.selectedOptions[0].disabled;
+}
+
 function spawnRadius() {
   const given = parseFloat($("radius").value);
   if (given > 0) return given;
@@ -348,7 +375,7 @@ $("step").addEventListener("click", () => send({step: {count: 1}}));
 $("reset").addEventListener("click", () => send({reset: {}}));
 $("load").addEventListener("click", () => {
   page.autoFit = true;
-  send({load_scenario: {name: $("scenario").value.trim()}});
+  send({load_scenario: {name: $("scenario").value}});
 });
 $("apply").addEventListener("click", () => {
   // Empty or unreadable fields go as NaN: the server's error names the field.
@@ -357,14 +384,10 @@ $("apply").addEventListener("click", () => {
   send({set_params: {params}});
 });
 $("controls").addEventListener("submit", (e) => e.preventDefault());
-for (const name of shippedScenarios) {
-  const option = document.createElement("option");
-  option.value = name;
-  $("scenarios").appendChild(option);
-}
 
 // For tests and the curious: the page's state, read-only by convention.
-window.carom = {camera, renderer, connection, get frame() { return page.cur; }, get phase() { return page.phase; }};
+window.carom = {camera, renderer, connection, get frame() { return page.cur; }, get phase() { return page.phase; },
+                get scenarios() { return page.scenarios; }, get flashes() { return page.flashes.length; }};
 
 readFragment();
 resize();

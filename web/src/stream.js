@@ -2,22 +2,24 @@
 // plain stream, as carom::client::Connection decodes them (docs/protocol.md,
 // "Body tables" and "The compact stream"). One per connection.
 
-import {CompactError, CompactStream} from "./compact.js";
+import {CompactError, CompactStream, decodeEvents, fromBfloat16} from "./compact.js";
 
 /// A stream that cannot be decoded (a server bug or broken bytes): the
 /// connection is closed, as the protocol asks of a client.
 export class StreamError extends Error {}
 
 /// What the page draws: one snapshot with ids, radii and positions resolved.
-/// ids are sorted; x, y (and vx, vy, or null) are Float64Array in metres.
+/// ids are sorted; x, y (and vx, vy, or null) are Float64Array in metres;
+/// events are CollisionEvents ({a, b, tick, point, impulse}), decoded from
+/// compact_events when the snapshot has them.
 export class Frame {
-  constructor(s, ids, radius, x, y, vx, vy) {
+  constructor(s, ids, radius, x, y, vx, vy, events = s.events) {
     this.tick = s.tick;
     this.time = s.time;
     this.paused = s.paused;
     this.bounds = s.bounds;
     this.stats = s.stats;
-    this.events = s.events;
+    this.events = events;
     this.eventsDropped = s.events_dropped;
     this.ids = ids;
     this.radius = radius;
@@ -63,14 +65,25 @@ export class SnapshotStream {
       radius = Float32Array.from(s.radius);
     }
     if (s.compact) {
+      let d;
       try {
-        const d = this.compact.decode(s.tick, s.compact, ids);
-        return new Frame(s, ids, radius, d.x, d.y, d.vx, d.vy);
+        d = this.compact.decode(s.tick, s.compact, ids);
       } catch (e) {
         if (e instanceof CompactError) throw new StreamError(`compact snapshot ${s.tick}: ${e.message}`);
         throw e;
       }
+      let events = s.events;
+      if (s.compact_events) {
+        try {
+          events = compactEvents(s.tick, s.compact_events, this.compact.positions, s.compact.position_quantum);
+        } catch (e) {
+          if (e instanceof CompactError) throw new StreamError(`compact events of tick ${s.tick}: ${e.message}`);
+          throw e;
+        }
+      }
+      return new Frame(s, ids, radius, d.x, d.y, d.vx, d.vy, events);
     }
+    if (s.compact_events) throw new StreamError(`snapshot ${s.tick} has compact events but no compact bodies`);
     const n = ids.length;
     if (s.x.length !== n || s.y.length !== n || radius.length !== n)
       throw new StreamError(`snapshot ${s.tick} has ${n} ids, ${radius.length} radii and ${s.x.length} x, ${s.y.length} y`);
@@ -80,4 +93,16 @@ export class SnapshotStream {
     return new Frame(s, ids, radius, Float64Array.from(s.x), Float64Array.from(s.y),
                      withVelocities ? Float64Array.from(s.vx) : null, withVelocities ? Float64Array.from(s.vy) : null);
   }
+}
+
+// CompactEvents into CollisionEvents, as carom::client::Connection fills
+// Snapshot.events: the point Q x quantum, the impulse's bfloat16 values.
+function compactEvents(tick, c, positions, quantum) {
+  return decodeEvents(c.events, c.impulses, tick, positions).map((e) => ({
+    a: e.a,
+    b: e.b,
+    tick: e.tick,
+    point: {x: e.x * quantum, y: e.y * quantum},
+    impulse: {x: fromBfloat16(e.ix), y: fromBfloat16(e.iy)},
+  }));
 }

@@ -3,14 +3,16 @@
 // the canvas shows the scripted world's bodies where the server says they are,
 // a wrong token shows the server's error and its field, a click as a
 // controller spawns a body at the clicked world position, resume makes the
-// tick advance, a scenario loaded by name from the page runs, and the page's
+// tick advance, the scenario picker offers exactly what the server lists
+// (carom-ctl --json scenarios), a scenario picked there and loaded runs, and the page's
 // decoded compact stream equals the server's own state quantized (get_world,
-// full precision), body for body; no console errors. Writes a screenshot.
+// full precision), body for body, and its flashes come from compact events
+// within the threshold and cap it asks for; no console errors. Writes a screenshot.
 //
-//   node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --scenario-dir DIR --out DIR
+//   node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --ctl CAROM_CTL --scenario FILE --scenario-dir DIR --out DIR
 // Exit 77 (ctest: skipped) when chromium is not installed.
 
-import {spawn} from "node:child_process";
+import {execFileSync, spawn} from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,6 +22,7 @@ const {values: args} = parseArgs({
   options: {
     site: {type: "string"},
     server: {type: "string"},
+    ctl: {type: "string"},
     scenario: {type: "string"},
     "scenario-dir": {type: "string"},
     renderer: {type: "string", default: "auto"},  // the page's ?renderer=: auto, webgl, software
@@ -27,8 +30,8 @@ const {values: args} = parseArgs({
     chromium: {type: "string", default: process.env.CAROM_CHROMIUM || "/usr/bin/chromium"},
   },
 });
-if (!args.site || !args.server || !args.scenario || !args["scenario-dir"]) {
-  console.error("usage: node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --scenario FILE --scenario-dir DIR --out DIR");
+if (!args.site || !args.server || !args.ctl || !args.scenario || !args["scenario-dir"]) {
+  console.error("usage: node test/browser_e2e.mjs --site DIR --server CAROM_SERVER --ctl CAROM_CTL --scenario FILE --scenario-dir DIR --out DIR");
   process.exit(2);
 }
 if (!fs.existsSync(args.chromium)) {
@@ -61,6 +64,7 @@ try {
     await new Promise((r) => setTimeout(r, 100));
   }
   site.url = `http://127.0.0.1:${Number(fs.readFileSync(httpPortFile, "utf8"))}/`;
+  site.address = `127.0.0.1:${Number(fs.readFileSync(portFile, "utf8"))}`;
   browser = await puppeteer.launch({
     executablePath: args.chromium,
     headless: true,
@@ -138,14 +142,66 @@ try {
   await viewer.waitForFunction((t) => window.carom.frame.tick > t + 10, {timeout: 10000, polling: 100}, tick0);
   check(true, "resume: the viewer's tick advances");
 
-  // The gas (10 000 moving bodies, collisions every tick) loaded by name from
-  // the page; paused after a second of deltas, the viewer's decoded state is
+  // The picker: one option per scenario the server lists (over TCP, to
+  // carom-ctl), in its order, each named and counted as the server says; the
+  // viewer's page has the same list.
+  const listed = JSON.parse(execFileSync(args.ctl, ["--server", site.address, "--json", "scenarios"],
+                                         {encoding: "utf8"})).scenarios.scenarios;
+  const want = listed.map((s) => `${s.name} (${s.error ? "does not parse" : `${s.bodies} bodies`})`);
+  for (const [who, page] of [["controller", controller], ["viewer", viewer]]) {
+    await page.waitForFunction(() => window.carom.scenarios !== null, {timeout: 10000, polling: 100});
+    const shown = await page.$$eval("#scenario option", (os) => os.map((o) => `${o.value}|${o.textContent}|${o.title}`));
+    check(JSON.stringify(shown) === JSON.stringify(listed.map((s, i) => `${s.name}|${want[i]}|${s.error || s.description}`)),
+          `the ${who}'s picker shows the server's ${listed.length} scenarios: ${shown.map((o) => o.split("|")[0])}`);
+  }
+  check(listed.length === fs.readdirSync(args["scenario-dir"]).filter((f) => f.endsWith(".txtpb")).length &&
+        listed.some((s) => s.name === "gas" && s.bodies === "10000"),
+        "the server lists every file of --scenario-dir, the gas with its 10000 bodies");
+
+  // The gas (10 000 moving bodies, collisions every tick) picked and loaded
+  // from the page; paused after a second of deltas, the viewer's decoded state is
   // the server's state quantized at 1 mm and 1 mm/s, bit for bit.
-  await controller.type("#scenario", "gas");
+  await controller.select("#scenario", "gas");
   await controller.click("#load");
   await viewer.waitForFunction(() => window.carom.frame.ids.length === 10000, {timeout: 20000, polling: 100});
   const tick1 = await viewer.evaluate(() => window.carom.frame.tick);
   await viewer.waitForFunction((t) => window.carom.frame.tick > t + 30, {timeout: 20000, polling: 100}, tick1);
+  // Its flashes come from compact events: at most 32 a snapshot (max_events),
+  // each an impact at least 2 m/s hard (min_event_speed: for two of the gas's
+  // equal balls, |impulse| 2 / m, with the impulse a bfloat16), at a point in
+  // the box, between two of its bodies, of a tick up to the snapshot's.
+  const events = await viewer.evaluate(() => new Promise((resolve) => {
+    const seen = new Map();  // tick -> problems found in its frame's events
+    const kMass = Math.PI * 0.25 * 0.25;  // density 1
+    // How the events came: counted as the page's stream decodes snapshots.
+    const stream = window.carom.connection.stream;
+    const decode = stream.snapshot.bind(stream);
+    const came = {coded: 0, plain: 0};
+    stream.snapshot = (s) => {
+      if (s.compact_events) ++came.coded;
+      if (s.events.length > 0) ++came.plain;
+      return decode(s);
+    };
+    const look = () => {
+      const f = window.carom.frame;
+      if (!seen.has(f.tick)) {
+        const ids = new Set(f.ids);
+        const bad = f.events.filter((e) => !(Math.hypot(e.impulse.x, e.impulse.y) * 2 / kMass >= 2 * (1 - 2 ** -7)) ||
+                                           !(e.point.x >= 0 && e.point.x <= 90 && e.point.y >= 0 && e.point.y <= 90) ||
+                                           !ids.has(e.a) || !ids.has(e.b) || !(e.a < e.b) || e.tick > f.tick);
+        seen.set(f.tick, {n: f.events.length, bad: bad.length});
+      }
+      if (seen.size < 30) setTimeout(look, 5);
+      else resolve({frames: seen.size, events: [...seen.values()].map((v) => v.n), came,
+                    bad: [...seen.values()].reduce((a, v) => a + v.bad, 0), flashes: window.carom.flashes});
+    };
+    look();
+  }));
+  check(events.events.some((n) => n > 0) && events.events.every((n) => n <= 32) && events.bad === 0 &&
+        events.flashes > 0 && events.came.coded > 0 && events.came.plain === 0,
+        `the gas's flashes come from compact events: per snapshot ${events.events.join(" ")}; ${events.bad} out of ` +
+        `threshold, box or order; ${events.came.coded} snapshots with compact events, ${events.came.plain} with ` +
+        `plain ones; ${events.flashes} flashes alive`);
   // Pause, then step one tick: the viewer's rate limit (60 Hz) may drop the
   // snapshot that the pause re-sends (carom-server's session sends nothing
   // later while paused), never the step's, which comes a while after.

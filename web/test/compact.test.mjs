@@ -2,14 +2,17 @@
 // docs/protocol.md and tests/compact_test.cpp decode to the same values, long
 // random streams round-trip exactly against a port of the C++ encoder (values
 // up to +-2^52 and jumps across the whole range included), and corrupt,
-// truncated or overlong bytes are refused with a CompactError, never a crash.
+// truncated or overlong bytes are refused with a CompactError, never a crash;
+// compact events: the worked example's bytes, bfloat16 values, and the
+// refusals of tests/compact_test.cpp.
 
 import assert from "node:assert/strict";
 import path from "node:path";
 import {test} from "node:test";
 import {fileURLToPath} from "node:url";
 
-import {Channel, CompactError, CompactStream, decodeTrack, kMaxQuantized} from "../src/compact.js";
+import {Channel, CompactError, CompactStream, decodeEvents, decodeTrack, fromBfloat16, kMaxQuantized}
+  from "../src/compact.js";
 import {makeProtocol} from "../src/protocol.js";
 import {loadDescriptor} from "../tools/descriptor.mjs";
 import {advanceTrack, encodeTrack} from "./encoder.mjs";
@@ -194,4 +197,52 @@ test("a CompactStream follows baselines through protobuf messages (tick 0 is a b
   assert.deepEqual(Array.from(b.y), [1.5, 2.5]);
   assert.deepEqual(Array.from(b.vy), [-2.5, 0.25]);
   assert.throws(() => stream.decode(second.tick, second.compact, ids), /coded against tick 0, but .* was tick 1/);
+});
+
+test("compact events: the worked example of docs/protocol.md (compact_test.cpp's pinned bytes)", () => {
+  // Bodies 3 and 7 at (10, -4) and (21, -4) in a snapshot of tick 100.
+  const pos = decodeTrack(Channel.position, null, [3, 7],
+                          encodeTrack(true, null, advanceTrack(true, null, [3, 7], [10n, 21n], [-4n, -4n])));
+  const events = bytes(0x00, 0x0b, 0x0f, 0x03, 0x03, 0x03, 0x0f, 0x07, 0x02);
+  const impulses = bytes(0x80, 0x3f, 0x00, 0xc0, 0x00, 0x00, 0x01, 0x00);
+  const out = decodeEvents(events, impulses, 100, pos);
+  assert.deepEqual(out.map((e) => [e.tick, e.a, e.b, e.x, e.y, e.ix, e.iy]),
+                   [[100, 3, 7, 16, -3, 0x3f80, 0xc000], [99, 7, 9, 16, -3, 0, 1]]);
+  assert.equal(fromBfloat16(0x3f80), 1);
+  assert.equal(fromBfloat16(0xc000), -2);
+  assert.equal(fromBfloat16(1), 2 ** -133);
+  assert.ok(Number.isNaN(fromBfloat16(0x7fc0)));
+  assert.equal(fromBfloat16(0xff80), -Infinity);
+  assert.deepEqual(decodeEvents(bytes(), bytes(), 7, pos), []);
+
+  // Truncated, left over, an impulse short or missing: refused.
+  for (let cut = 0; cut < events.length; ++cut)
+    assert.throws(() => decodeEvents(events.subarray(0, cut), impulses, 100, pos), CompactError);
+  assert.throws(() => decodeEvents(Uint8Array.of(...events, 1), impulses, 100, pos), /left over/);
+  assert.throws(() => decodeEvents(events, impulses.subarray(0, 7), 100, pos), /4 bytes an event/);
+  assert.throws(() => decodeEvents(events, impulses.subarray(0, 4), 100, pos), /left over/);
+  // A tick after the snapshot's (age -1), one before tick 0, an id past
+  // 2^32, a point past 2^52.
+  const none = new Uint8Array(4);
+  assert.throws(() => decodeEvents(bytes(0x01, 0x01, 0x01, 0x02), none, 5, pos), /tick/);
+  assert.throws(() => decodeEvents(events, impulses, 0, pos), /tick/);
+  assert.throws(() => decodeEvents(bytes(0x00, 0xff, 0xff, 0xff, 0xff, 0x3f, 0x04), none, 0, pos), /id/);
+  const far = [0x00, 0x0b, 0x03, ...varint(4n * (2n ** 52n + 1n) - 1n), 0x00];  // age 0, a 3, b 4, x 2^52 + 1
+  assert.throws(() => decodeEvents(Uint8Array.from(far), none, 0, pos), /point/);
+  const edge = [0x00, 0x0b, 0x03, ...varint(4n * 2n ** 52n - 1n), 0x00];  // x 2^52: the largest there is
+  assert.equal(decodeEvents(Uint8Array.from(edge), none, 0, pos)[0].x, kMaxQuantized);
+  const huge = [0x00, 0x0b, 0x03, ...varint(2n ** 63n + 1n), 0x00];  // a residual beyond 2^53
+  assert.throws(() => decodeEvents(Uint8Array.from(huge), none, 0, pos), /point/);
+
+  // Random bytes: events or a CompactError, nothing else.
+  const rng = new SplitMix64(17);
+  for (let k = 0; k < 2000; ++k) {
+    const t = Uint8Array.from({length: rng.below(40)}, () => rng.below(256));
+    const i = Uint8Array.from({length: 4 * rng.below(6)}, () => rng.below(256));
+    try {
+      decodeEvents(t, i, rng.below(1000), pos);
+    } catch (e) {
+      assert.ok(e instanceof CompactError, String(e));
+    }
+  }
 });

@@ -1,6 +1,7 @@
 // SnapshotStream (src/stream.js): snapshots with ids and radii, with a body
-// table, and compact ones, through real protobuf bytes, and the streams a
-// client must refuse (an unknown table epoch, lengths that disagree).
+// table, and compact ones (with compact events), through real protobuf
+// bytes, and the streams a client must refuse (an unknown table epoch,
+// lengths that disagree, corrupt events).
 
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -61,4 +62,30 @@ test("body tables and the compact stream", () => {
   assert.throws(() => s.snapshot(wire({snapshot: {tick: 4, body_table: 1,
                                                   compact: {position_quantum: 0.001, positions: [0xff]}}}).snapshot),
                 /positions: truncated/);
+});
+
+test("compact events become the frame's events: points Q x quantum, impulses bfloat16", () => {
+  const s = new SnapshotStream();
+  s.bodyTable(wire({body_table: {epoch: 1, id: [3, 7], radius: [1, 1]}}).body_table);
+  // docs/protocol.md's example, at a quantum of 0.5 m: bodies 3 and 7 at
+  // (10, -4) and (21, -4) quanta.
+  const t = advanceTrack(true, null, [3, 7], [10n, 21n], [-4n, -4n]);
+  const compact = {position_quantum: 0.5, positions: encodeTrack(true, null, t)};
+  const compact_events = {events: [0x00, 0x0b, 0x0f, 0x03, 0x03, 0x03, 0x0f, 0x07, 0x02],
+                          impulses: [0x80, 0x3f, 0x00, 0xc0, 0x00, 0x00, 0x01, 0x00]};
+  const f = s.snapshot(wire({snapshot: {tick: 100, body_table: 1, compact, compact_events}}).snapshot);
+  assert.deepEqual(f.events, [{a: 3, b: 7, tick: 100, point: {x: 8, y: -1.5}, impulse: {x: 1, y: -2}},
+                              {a: 7, b: 9, tick: 99, point: {x: 8, y: -1.5}, impulse: {x: 0, y: 2 ** -133}}]);
+  assert.deepEqual(Array.from(f.x), [5, 10.5]);
+  // Without compact_events a compact snapshot keeps its plain events.
+  const plain = s.snapshot(wire({snapshot: {tick: 101, body_table: 1, compact,
+                                            events: [{a: 3, b: 7, point: {x: 1, y: 2}}]}}).snapshot);
+  assert.equal(plain.events[0].point.y, 2);
+  // Corrupt events: a StreamError naming them; events without compact bodies.
+  assert.throws(() => s.snapshot(wire({snapshot: {tick: 102, body_table: 1, compact,
+                                                  compact_events: {events: [0x00], impulses: [0, 0, 0, 0]}}}).snapshot),
+                /compact events of tick 102: truncated/);
+  assert.throws(() => s.snapshot(wire({snapshot: {tick: 103, id: [3], radius: [1], x: [0], y: [0],
+                                                  compact_events: {events: [], impulses: []}}}).snapshot),
+                /compact events but no compact bodies/);
 });

@@ -1,8 +1,9 @@
 // The page's decoder against the C++ codec itself: carom_compact_vectors
 // (client/python/compact_vectors.cpp) writes frames encoded by
-// proto/src/compact.cpp, corrupt variants of them, and what the C++ decoder
-// makes of each; src/compact.js must decode the same bytes to the same
-// integers and refuse the same bytes. One documented difference: a key
+// proto/src/compact.cpp, compact events coded against them, corrupt variants
+// of both, and what the C++ decoder makes of each; src/compact.js must decode
+// the same bytes to the same integers (events: ticks, ids, points in quanta,
+// impulse bits) and refuse the same bytes. One documented difference: a key
 // frame's change beyond +-2^53, which no encoder makes and C++ carries as
 // int64, is refused here.
 //
@@ -12,7 +13,7 @@ import assert from "node:assert/strict";
 import {execFileSync} from "node:child_process";
 import {test} from "node:test";
 
-import {Channel, CompactError, decodeTrack} from "../src/compact.js";
+import {Channel, CompactError, decodeEvents, decodeTrack} from "../src/compact.js";
 
 const bin = process.env.CAROM_COMPACT_VECTORS_BIN;
 
@@ -20,10 +21,33 @@ test("the C++ codec's frames and verdicts", {skip: bin ? false : "CAROM_COMPACT_
   const lines = execFileSync(bin, {encoding: "utf8", maxBuffer: 1 << 28}).trim().split("\n");
   const decoded = [];  // per line: the JS Track, or null when refused (or its baseline was)
   let agreed = 0, refused = 0, divergent = 0;
+  let eventsAgreed = 0, eventsRefused = 0, events = 0;
   const kChange = 2n ** 53n;
   for (const [k, text] of lines.entries()) {
     // Integers in arrays as strings: int64 values may exceed 2^53.
     const line = JSON.parse(text.replace(/([[,])(-?\d+)(?=[,\]])/g, '$1"$2"'));
+    if (line.events_of !== undefined) {
+      decoded.push(null);  // no track: the C++ writer keeps line numbers so too
+      const positions = decoded[line.events_of];
+      if (positions === null) continue;  // coded against a line the page refused
+      const tokens = Uint8Array.from(Buffer.from(line.tokens, "hex"));
+      const impulses = Uint8Array.from(Buffer.from(line.impulses, "hex"));
+      let got = null;
+      try {
+        got = decodeEvents(tokens, impulses, line.tick, positions);
+      } catch (e) {
+        assert.ok(e instanceof CompactError, `line ${k}: ${e}`);
+        assert.ok(!line.ok, `line ${k}: C++ decodes these events, the page says: ${e.message}`);
+        ++eventsRefused;
+        continue;
+      }
+      assert.ok(line.ok, `line ${k}: C++ refuses these events, the page decoded them`);
+      assert.deepEqual(got.map((e) => [e.tick, e.a, e.b, e.x, e.y, e.ix, e.iy].map(String)),
+                       line.events, `line ${k}: the events`);
+      events += got.length;
+      ++eventsAgreed;
+      continue;
+    }
     const ids = line.ids.map(Number);
     const bytes = Uint8Array.from(Buffer.from(line.bytes, "hex"));
     const baseline = line.baseline === null ? null : decoded[line.baseline];
@@ -57,6 +81,8 @@ test("the C++ codec's frames and verdicts", {skip: bin ? false : "CAROM_COMPACT_
     }
     decoded.push(track);
   }
-  console.log(`${lines.length} frames: ${agreed} decoded alike, ${refused} refused alike, ${divergent} with a change beyond 2^53`);
+  console.log(`${lines.length} lines: ${agreed} frames decoded alike, ${refused} refused alike, ${divergent} with a ` +
+              `change beyond 2^53; ${eventsAgreed} event lists (${events} events) decoded alike, ${eventsRefused} refused alike`);
   assert.ok(agreed > 50 && refused > 50);
+  assert.ok(eventsAgreed > 20 && events > 200 && eventsRefused > 50);
 });

@@ -2,7 +2,7 @@
 // and the protocol's descriptor), style.css. Run by the carom_web CMake
 // target; needs only what `npm ci` installed (nothing is fetched).
 //
-//   node tools/build.mjs --out DIR [--proto DIR] [--scenarios DIR] [--dev]
+//   node tools/build.mjs --out DIR [--proto DIR] [--dev]
 
 import fs from "node:fs";
 import path from "node:path";
@@ -18,23 +18,15 @@ const {values: args} = parseArgs({
   options: {
     out: {type: "string"},
     proto: {type: "string", default: path.join(web, "../proto")},
-    scenarios: {type: "string", default: path.join(web, "../scenarios")},
     dev: {type: "boolean", default: false},  // readable output, for debugging in a browser
   },
 });
 if (!args.out) {
-  console.error("usage: node tools/build.mjs --out DIR [--proto DIR] [--scenarios DIR] [--dev]");
+  console.error("usage: node tools/build.mjs --out DIR [--proto DIR] [--dev]");
   process.exit(2);
 }
 
-// The protocol has no command that lists the server's scenarios: the page
-// offers the names that ship in scenarios/ and accepts any other.
-const scenarios = fs.readdirSync(args.scenarios)
-                      .filter((f) => f.endsWith(".txtpb"))
-                      .map((f) => f.slice(0, -".txtpb".length))
-                      .sort();
-
-// Two modules that exist only at build time: the descriptor and the names.
+// A module that exists only at build time: the protocol's descriptor.
 const generated = {
   name: "carom-generated",
   setup(build) {
@@ -42,7 +34,6 @@ const generated = {
     build.onLoad({filter: /.*/, namespace: "carom"}, (a) => {
       if (a.path === "carom:descriptor")
         return {contents: JSON.stringify(loadDescriptor(args.proto)), loader: "json"};
-      if (a.path === "carom:scenarios") return {contents: JSON.stringify(scenarios), loader: "json"};
       return {errors: [{text: `unknown generated module ${a.path}`}]};
     });
   },
