@@ -8,11 +8,16 @@
 // decoded track is the baseline, or null for a key frame, "ids": [...],
 // "bytes": hex, "ok": bool, and when ok "x", "y", "dx", "dy": the decoded
 // quantized values (dx, dy empty for velocities)}.
+// Or compact events: {"events_of": index of the position line whose decoded
+// track they are coded against, "tick": the snapshot's, "tokens": hex,
+// "impulses": hex, "ok": bool, and when ok "events": [[tick, a, b, x, y,
+// ix, iy], ...] (ix, iy: the bfloat16 bits)}.
 
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -86,6 +91,27 @@ class Writer {
   }
   const Line& line(long i) const { return lines_[static_cast<std::size_t>(i)]; }
 
+  // Decodes compact events against the track of line `positions` as the C++
+  // client would, writes the line; returns whether they decoded.
+  bool add_events(long positions, std::uint64_t tick, const std::string& tokens, const std::string& impulses) {
+    std::vector<carom::proto::CompactEvent> events;
+    const bool ok = carom::proto::decode_events(tokens, impulses, tick, line(positions).decoded, &events).empty();
+    out_ << "{\"events_of\":" << positions << ",\"tick\":" << tick << ",\"tokens\":\"" << hex(tokens)
+         << "\",\"impulses\":\"" << hex(impulses) << "\",\"ok\":" << (ok ? "true" : "false");
+    if (ok) {
+      out_ << ",\"events\":[";
+      for (std::size_t i = 0; i < events.size(); ++i) {
+        const carom::proto::CompactEvent& e = events[i];
+        out_ << (i ? "," : "") << "[" << e.tick << "," << e.a << "," << e.b << "," << e.x << "," << e.y << ","
+             << e.ix << "," << e.iy << "]";
+      }
+      out_ << "]";
+    }
+    out_ << "}\n";
+    lines_.emplace_back();  // keeps line indices = line numbers
+    return ok;
+  }
+
  private:
   std::ostream& out_;
   std::vector<Line> lines_;
@@ -114,6 +140,48 @@ std::vector<std::string> corruptions(const std::string& bytes, std::mt19937_64& 
   out.push_back(std::string("\xfd\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10) + bytes);  // a residual of ~2^62
   out.push_back(std::string());
   return out;
+}
+
+// A frame's events, as a snapshot of tick 40 + frame carries them: between
+// bodies of the frame (the point near their midpoint) and with bodies that
+// are not in it (predicted from the previous point), of this tick and up to
+// 40 ticks back, in any order; impulses of every kind (zero, tiny, huge,
+// infinite, NaN). Then corrupt versions of them.
+bool write_events(Writer& w, long positions, int frame, const std::vector<std::uint32_t>& ids,
+                  const Track& current, std::mt19937_64& rng) {
+  using carom::proto::CompactEvent;
+  const std::uint64_t tick = 40 + static_cast<std::uint64_t>(frame);
+  const double impulses[] = {0.0, 1.0, -2.5, 1e-40, 3e38, 1e39, -1e300, std::numeric_limits<double>::quiet_NaN(),
+                             0.123456789, -7e-3};
+  std::vector<CompactEvent> events;
+  const std::size_t n = frame % 4 == 0 ? 0 : 1 + rng() % 30;
+  for (std::size_t k = 0; k < n; ++k) {
+    CompactEvent e;
+    e.tick = tick - rng() % 41;
+    const std::size_t i = rng() % ids.size(), j = rng() % ids.size();
+    e.a = rng() % 7 == 0 ? static_cast<std::uint32_t>(rng()) : ids[std::min(i, j)];
+    e.b = rng() % 7 == 0 ? 0xffffffffu - static_cast<std::uint32_t>(rng() % 3) : ids[std::max(i, j)];
+    e.x = (current.x[i] + current.x[j]) / 2 + static_cast<std::int64_t>(rng() % 21) - 10;
+    e.y = (current.y[i] + current.y[j]) / 2 - static_cast<std::int64_t>(rng() % 5);
+    e.ix = carom::proto::to_bfloat16(impulses[rng() % std::size(impulses)]);
+    e.iy = carom::proto::to_bfloat16(impulses[rng() % std::size(impulses)]);
+    events.push_back(e);
+  }
+  std::string tokens, imp;
+  carom::proto::encode_events(events, tick, current, &tokens, &imp);
+  std::vector<CompactEvent> back;
+  if (!carom::proto::decode_events(tokens, imp, tick, current, &back).empty() || back != events) return false;
+  w.add_events(positions, tick, tokens, imp);
+  if (frame % 3 == 0) return true;
+  for (const std::string& bad : corruptions(tokens, rng)) w.add_events(positions, tick, bad, imp);
+  if (!imp.empty()) {
+    w.add_events(positions, tick, tokens, imp.substr(0, imp.size() - 1));  // not 4 bytes an event
+    w.add_events(positions, tick, tokens, imp.substr(0, imp.size() - 4));  // tokens of one event left over
+  }
+  w.add_events(positions, tick, tokens, imp + "abcd");  // one event too many for the tokens
+  w.add_events(positions, 39, tokens, imp);  // ages beyond the tick (it is 40 or more)
+  w.add_events(positions, 0, tokens, imp);
+  return true;
 }
 
 }  // namespace
@@ -199,6 +267,10 @@ int main(int argc, char** argv) {
         return 1;
       }
       last = frame % 10 == 5 ? key_line : line;  // the chain goes on from a key frame now and then
+      if (pos && !write_events(w, line, frame, ids, current, rng)) {
+        std::cerr << "carom_compact_vectors: the C++ event codec does not round-trip frame " << frame << "\n";
+        return 1;
+      }
     }
     canon_position = std::move(position);
     canon_velocity = std::move(velocity);
