@@ -504,9 +504,14 @@ class Connection:
             # As the C++ client: the point Q x quantum, the impulse bfloat16's value.
             q = c.position_quantum
             ce = snapshot.compact_events
-            for tick, a, b, x, y, ix, iy in decode_events(ce.events, ce.impulses, snapshot.tick, positions):
-                snapshot.events.add(a=a, b=b, tick=tick, point={"x": x * q, "y": y * q},
-                                    impulse={"x": from_bfloat16(ix), "y": from_bfloat16(iy)})
+            events = decode_events(ce.events, ce.impulses, snapshot.tick, positions)
+            if ce.speed and len(ce.speed) != len(events):  # speeds only with wishes.event_speeds
+                raise CompactError("%d speeds for %d events" % (len(ce.speed), len(events)))
+            for k, (tick, a, b, x, y, ix, iy) in enumerate(events):
+                e = snapshot.events.add(a=a, b=b, tick=tick, point={"x": x * q, "y": y * q},
+                                        impulse={"x": from_bfloat16(ix), "y": from_bfloat16(iy)})
+                if ce.speed:
+                    e.speed = ce.speed[k]
 
     def hello(self, role, token="", client_name="carom_client.py", wishes=None, timeout=5.0):
         """Sends Hello and returns the Welcome (raises ServerRefused when the
