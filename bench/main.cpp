@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
                "(bytes_per_body, server_sent_mb_per_s); the world is --scene");
   app.add_option("--viewers", net_options.viewers, "with --net: viewers")->capture_default_str()->check(CLI::Range(0, 1000));
   app.add_option("--tick-hz", net_options.tick_hz, "with --net: server tick rate")->capture_default_str()->check(CLI::Range(1.0, 1000.0));
-  app.add_option("--relays", net_options.relays, "with --net: viewers spread over this many relays (each a viewer of the server)")
+  app.add_option("--relays", net_options.relays, "with --net: viewers spread over this many relays (each a viewer of the server); the JSON adds "
+                 "relay_added_latency_p50_ms / p99 / max: each relayed snapshot's arrival minus a direct viewer's")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
   bool no_body_tables = false;

@@ -8,6 +8,10 @@
 // fills in the ids and radii from the table. The server reports its own
 // tick-time percentiles (tick work and the step alone) and late ticks through
 // GetStats; the bytes are counted as received, over phase 2's window only.
+// With --relays, one more viewer watches the server directly, with the
+// relays' own wishes (so the server encodes nothing more for it), as the
+// reference for the latency a relay adds: each relayed snapshot's arrival
+// minus that viewer's arrival of the same tick.
 
 #include "bench/net.hpp"
 
@@ -18,6 +22,8 @@
 #include <iostream>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -118,6 +124,7 @@ Counts sample(const Received& r) {
 struct Phase {
   v1::Stats stats;
   std::vector<double> latency_ms;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> arrivals;  ///< with --relays: (tick, arrival ns), every viewer
   std::vector<Counts> begin, end;  ///< per viewer, at the window's edges
 };
 
@@ -216,6 +223,8 @@ int run_net_bench(const NetBenchOptions& o) {
       ++ready;
       std::vector<double> lat;
       lat.reserve(static_cast<std::size_t>(o.seconds * o.tick_hz * 1.2));
+      std::vector<std::pair<std::uint64_t, std::int64_t>> arrivals;
+      if (o.relays > 0) arrivals.reserve(lat.capacity());
       v1::ServerMessage m;
       while (!stop.load(std::memory_order_relaxed)) {
         if (!v.receive(&m, 0.5)) {
@@ -229,6 +238,7 @@ int run_net_bench(const NetBenchOptions& o) {
         if (!m.has_snapshot()) continue;
         const std::int64_t now = client::monotonic_ns();
         lat.push_back(static_cast<double>(now - m.snapshot().server_time_ns()) * 1e-6);
+        if (o.relays > 0) arrivals.emplace_back(m.snapshot().tick(), now);
         // Bytes first: a window edge between the two stores counts a
         // snapshot's bytes without it, never the other way round.
         got.bytes.store(v.bytes_received());
@@ -238,6 +248,44 @@ int run_net_bench(const NetBenchOptions& o) {
       }
       std::lock_guard lock(mutex);
       watched.latency_ms.insert(watched.latency_ms.end(), lat.begin(), lat.end());
+      watched.arrivals.insert(watched.arrivals.end(), arrivals.begin(), arrivals.end());
+    });
+  }
+  // The reference for the latency a relay adds: a direct viewer of the
+  // server with the wishes a relay sends (velocities; events with their
+  // speeds, no threshold, when the viewers want events), so that it shares
+  // the relays' frames. Its bytes are not the viewers' and not counted.
+  std::unordered_map<std::uint64_t, std::int64_t> direct_arrival;
+  std::atomic<bool> reference_failed{false};
+  std::thread reference;
+  if (o.relays > 0) {
+    reference = std::thread([&] {
+      client::Connection v;
+      v1::Hello h;
+      h.set_role(v1::ROLE_VIEWER);
+      h.set_client_name("bench-reference");
+      h.mutable_wishes()->set_velocities(true);
+      if (o.events) {
+        h.mutable_wishes()->set_events(true);
+        h.mutable_wishes()->set_event_speeds(true);
+      }
+      if (!v.connect(address, h)) {
+        std::cerr << "carom-bench --net: reference viewer: " << v.error() << "\n";
+        reference_failed = true;
+        return;
+      }
+      v1::ServerMessage m;
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (!v.receive(&m, 0.5)) {
+          if (!v.connected()) {
+            std::cerr << "carom-bench --net: reference viewer: " << v.error() << "\n";
+            reference_failed = true;
+            return;
+          }
+          continue;
+        }
+        if (m.has_snapshot()) direct_arrival.emplace(m.snapshot().tick(), client::monotonic_ns());
+      }
     });
   }
   while (ready.load() < o.viewers) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -257,6 +305,7 @@ int run_net_bench(const NetBenchOptions& o) {
   const std::uint64_t relay_bytes = relays_received() - relay_bytes0;
   stop = true;
   for (auto& t : threads) t.join();
+  if (reference.joinable()) reference.join();
   relays.clear();
   server.stop("benchmark over");
   if (!ok) return 2;
@@ -322,6 +371,20 @@ int run_net_bench(const NetBenchOptions& o) {
   j["bytes_per_snapshot"] =
       total.snapshots > 0 ? static_cast<double>(total.bytes) / static_cast<double>(total.snapshots) : 0.0;
   j["bytes_per_body"] = per_body_viewers > 0 ? per_body_sum / per_body_viewers : 0.0;
+  if (o.relays > 0) {
+    // What one relay (one hop) adds: each relayed snapshot's arrival minus
+    // the direct reference viewer's arrival of the same tick.
+    std::vector<double> added;
+    added.reserve(watched.arrivals.size());
+    for (const auto& [tick, at] : watched.arrivals) {
+      const auto it = direct_arrival.find(tick);
+      if (it != direct_arrival.end()) added.push_back(static_cast<double>(at - it->second) * 1e-6);
+    }
+    j["relay_added_latency_p50_ms"] = percentile(added, 0.5);
+    j["relay_added_latency_p99_ms"] = percentile(added, 0.99);
+    j["relay_added_latency_max_ms"] = added.empty() ? 0.0 : added.back();
+    j["relay_added_latency_samples"] = added.size();
+  }
   if (o.events)
     j["events_per_snapshot"] =
         total.snapshots > 0 ? static_cast<double>(total.events) / static_cast<double>(total.snapshots) : 0.0;
@@ -330,7 +393,7 @@ int run_net_bench(const NetBenchOptions& o) {
   } else {
     std::cout << j.dump(2) << "\n";
   }
-  return failed.load() == 0 ? 0 : 1;
+  return failed.load() == 0 && !reference_failed.load() ? 0 : 1;
 }
 
 }  // namespace carom::bench

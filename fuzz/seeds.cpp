@@ -15,7 +15,10 @@
 //   and unbounded;
 // - commands: hand-written sequences (every command kind, every error, the
 //   issue 18 world that left its loader's domain) and random sequences like
-//   tests/sim_state_test.cpp's property test.
+//   tests/sim_state_test.cpp's property test;
+// - compact: the C++ encoder's frames of a small moving world (key frames,
+//   deltas across spawns and removals, positions and velocities, values at
+//   the clamp) and its events against those positions.
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
@@ -30,10 +33,12 @@
 #include <string>
 #include <vector>
 
+#include "carom/proto/compact.hpp"
 #include "carom/proto/framing.hpp"
 #include "carom/proto/text.hpp"
 #include "carom/random.hpp"
 #include "carom/v1/protocol.pb.h"
+#include "compact_input.hpp"
 #include "fuzz_support.hpp"
 #include "sim_state.hpp"
 
@@ -236,11 +241,85 @@ void write_dict(const fs::path& root) {
 
 }  // namespace
 
+// A few bodies moving at constant velocity in quanta, some at rest, two at
+// the clamp; a spawn and a removal on the way. Per frame: each channel's key
+// frame and its delta against the previous frame (whose key frame is the
+// baseline section), and the frame's events against its positions.
+void write_compact_seeds(Corpus* out) {
+  using carom::fuzz::CompactInput;
+  namespace cp = carom::proto;
+  constexpr std::int64_t kMax = cp::kMaxQuantized;
+  struct Body {
+    std::uint32_t id;
+    std::int64_t x, y, vx, vy;
+  };
+  std::vector<Body> bodies;
+  for (std::int64_t i = 0; i < 12; ++i)
+    bodies.push_back({static_cast<std::uint32_t>(3 * i + 1), 1000 * i - 5000, 700 - 90 * i, i % 3 == 0 ? 0 : 40 - 7 * i, 3});
+  bodies[4].x = kMax, bodies[4].vx = 0;
+  bodies[5].y = -kMax, bodies[5].vy = 0;
+  cp::Track previous[2];
+  std::vector<std::uint32_t> previous_ids;
+  for (int frame = 0; frame < 5; ++frame) {
+    if (frame == 2) bodies.insert(bodies.begin() + 3, Body{9, 17, -17, 250, -250});  // between two old ids
+    if (frame == 3) bodies.erase(bodies.begin() + 7);
+    std::vector<std::uint32_t> ids;
+    std::vector<std::int64_t> q[4];
+    for (Body& b : bodies) {
+      b.x = std::clamp(b.x + b.vx, -kMax, kMax);
+      b.y = std::clamp(b.y + b.vy, -kMax, kMax);
+      ids.push_back(b.id);
+      for (int k = 0; k < 4; ++k) q[k].push_back(k == 0 ? b.x : k == 1 ? b.y : k == 2 ? b.vx : b.vy);
+    }
+    const auto tick = static_cast<std::uint16_t>(100 + frame);
+    for (int c = 0; c < 2; ++c) {
+      const cp::Channel channel = c == 0 ? cp::Channel::kPosition : cp::Channel::kVelocity;
+      const std::uint8_t flags = c == 0 ? 0 : CompactInput::kVelocity;
+      cp::Track current;
+      cp::advance_track(channel, frame > 0 ? &previous[c] : nullptr, ids, q[2 * c], q[2 * c + 1], &current);
+      std::string key;
+      cp::encode_track(channel, nullptr, current, &key);
+      out->add(CompactInput::make(flags, tick, {}, ids, {}, key));
+      if (frame > 0) {
+        std::string base, delta;
+        cp::encode_track(channel, nullptr, previous[c], &base);
+        cp::encode_track(channel, &previous[c], current, &delta);
+        out->add(CompactInput::make(flags, tick, previous_ids, ids, base, delta));
+      }
+      if (c == 0) {
+        // Events between neighbours, some of an earlier tick, one with a body
+        // that is gone (predicted from the previous point), one of no impulse.
+        std::vector<cp::CompactEvent> events;
+        for (std::size_t i = 0; i + 1 < ids.size(); i += 2) {
+          cp::CompactEvent e;
+          e.tick = tick - (i % 3 == 0 ? 1 : 0);
+          e.a = ids[i];
+          e.b = i == 6 ? 1000 : ids[i + 1];
+          e.x = (current.x[i] + current.x[i + 1]) / 2 + static_cast<std::int64_t>(i);
+          e.y = (current.y[i] + current.y[i + 1]) / 2 - 3;
+          e.ix = cp::to_bfloat16(i == 4 ? 0.0 : 0.25 * static_cast<double>(i));
+          e.iy = cp::to_bfloat16(-1.5);
+          events.push_back(e);
+        }
+        std::sort(events.begin(), events.end(), [](const cp::CompactEvent& a, const cp::CompactEvent& b) {
+          return a.tick < b.tick;
+        });
+        std::string tokens, impulses, key_positions;
+        cp::encode_events(events, tick, current, &tokens, &impulses);
+        cp::encode_track(channel, nullptr, current, &key_positions);
+        out->add(CompactInput::make(CompactInput::kEvents, tick, ids, {}, key_positions, tokens, impulses));
+      }
+      previous[c] = std::move(current);
+    }
+    previous_ids = ids;
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) die("usage: carom-fuzz-seeds OUT_DIR SCENARIO_DIR");
   const fs::path root = argv[1];
   const fs::path scenario_dir = argv[2];
-  for (const char* target : {"frame", "scenario", "saved_world", "commands"}) {
+  for (const char* target : {"frame", "scenario", "saved_world", "commands", "compact"}) {
     // Only the seeds are replaced; what the fuzzers found stays.
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(root / "corpus" / target, ec))
@@ -405,8 +484,11 @@ int main(int argc, char** argv) {
   frames.add(std::string("\0\0\xff\xff\xff\xff\xff\x01", 8));  // not a varint32
   frames.add(std::string("\0\0\x05\x0a\x03\x08\x01", 7));  // a truncated frame
 
+  Corpus compact(root, "compact");
+  write_compact_seeds(&compact);
+
   std::cout << "carom-fuzz-seeds: " << frames.count() << " frame, " << scenarios.count() << " scenario, "
-            << worlds.count() << " saved_world, " << commands.count() << " commands seeds in "
-            << (root / "corpus").string() << "\n";
+            << worlds.count() << " saved_world, " << commands.count() << " commands, " << compact.count()
+            << " compact seeds in " << (root / "corpus").string() << "\n";
   return 0;
 }

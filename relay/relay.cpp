@@ -1,7 +1,8 @@
 // Relay: the composition, as server.cpp's, with the simulation and snapshot
 // threads replaced by one upstream thread. Reads: the upstream's messages (a
 // blocking carom::client::Connection, compact stream with velocities, and
-// events while a viewer here wants them)
+// events with their speeds while a viewer here wants them, at the loosest of
+// their thresholds)
 // and the hub's command queue. Writes: each upstream snapshot, decoded, as a
 // SnapshotCapture that SnapshotEncoder encodes for the downstream variants
 // exactly as the server does (the state hash and stats are the upstream's,
@@ -60,12 +61,45 @@ constexpr std::chrono::seconds kHeartbeatPeriod{1};
 // server sends snapshots, a paused one a heartbeat a second).
 constexpr std::chrono::seconds kUpstreamSilence{10};
 // Events are asked for upstream while some viewer here wants them, and
-// dropped this long after the last one left (each change is a reconnection).
+// dropped (or asked for with a higher threshold or a smaller cap) this long
+// after the last viewer that needed them so left (each change is a
+// reconnection).
 constexpr std::chrono::seconds kEventsLinger{10};
 // How often the upstream thread looks at what the viewers want.
 constexpr std::chrono::milliseconds kWishesPeriod{100};
 
 std::string address_name(const client::Address& a) { return a.host + ":" + std::to_string(a.port); }
+
+// The events asked for upstream: whether any, the lowest threshold and the
+// largest cap (0: none) that the viewers here wish.
+struct EventNeed {
+  bool events = false;
+  double min_event_speed = 0.0;
+  std::uint32_t max_events = 0;
+  bool operator==(const EventNeed&) const = default;
+};
+
+// Whether the events a stream of `held` carries include every event that a
+// viewer whose wishes `want` covers gets from the server. The server keeps
+// the events of speed >= t, then the hardest k (ties: the earlier). With
+// t_held <= t and k_held >= k (or no cap): the events of speed >= t are the
+// head of the server's order (speed down, then time), so the hardest k of
+// them are among the hardest k_held of those >= t_held; and since the
+// upstream keeps them in their order, the relay's own selection (the same
+// code, with the speeds the upstream sends) picks exactly those k.
+bool covers(const EventNeed& held, const EventNeed& want) {
+  if (!want.events) return true;
+  return held.events && held.min_event_speed <= want.min_event_speed &&
+         (held.max_events == 0 || (want.max_events != 0 && held.max_events >= want.max_events));
+}
+
+// The least that covers both.
+EventNeed loosest(const EventNeed& a, const EventNeed& b) {
+  if (!a.events) return b;
+  if (!b.events) return a;
+  return {true, std::min(a.min_event_speed, b.min_event_speed),
+          a.max_events == 0 || b.max_events == 0 ? 0 : std::max(a.max_events, b.max_events)};
+}
 
 // The decoded value back on the quantum grid, in double: a float of
 // q * quantum, rounded, gives back q for any world whose coordinates are
@@ -117,8 +151,9 @@ struct Relay::Impl {
   bool have_capture = false;
   server::PublicState public_state;
   Clock::time_point last_heard{}, last_stream{};
-  bool upstream_events = false;  // the current connection's events wish
-  Clock::time_point events_wanted_at{}, wishes_checked_at{};
+  EventNeed upstream_need;  // the current connection's events wishes
+  EventNeed need;           // what the viewers need, lingering (update_need)
+  Clock::time_point tighter_since{}, wishes_checked_at{};
 
   Status listen();
   void run_upstream();
@@ -130,8 +165,9 @@ struct Relay::Impl {
   void forward_commands();
   void heartbeat();
   void serve_while_away();  // commands, joins and heartbeats while the upstream is away
-  bool events_wanted();     // some viewer wants events, or did less than kEventsLinger ago
-  bool events_mismatch();   // events_wanted() differs from the connection's wish (checked every kWishesPeriod)
+  EventNeed viewers_need() const;  // what the viewers here wish now
+  void update_need();  // need: at once when the viewers need more, after kEventsLinger when less
+  bool events_mismatch();  // need differs from the connection's wishes (checked every kWishesPeriod)
   void sleep_for(double seconds);
 };
 
@@ -162,10 +198,19 @@ bool Relay::Impl::connect_upstream() {
   hello.set_client_name("carom-relay");
   // Velocities always: a viewer that asks for them must never get zeros
   // while the connection changes. Events, the bulk of a busy world's bytes,
-  // only while some viewer here wants them (events_mismatch).
-  upstream_events = events_wanted();
-  hello.mutable_wishes()->set_velocities(true);
-  hello.mutable_wishes()->set_events(upstream_events);
+  // only while some viewer here wants them (events_mismatch), at the lowest
+  // threshold and the largest cap any of them wishes, each with its speed so
+  // that the encoder here applies each viewer's own.
+  update_need();
+  upstream_need = need;
+  v1::SnapshotWishes& wishes = *hello.mutable_wishes();
+  wishes.set_velocities(true);
+  wishes.set_events(need.events);
+  if (need.events) {
+    wishes.set_min_event_speed(need.min_event_speed);
+    wishes.set_max_events(need.max_events);
+    wishes.set_event_speeds(true);
+  }
   hello.set_role(v1::ROLE_VIEWER);
   bool connected = false;
   if (!options.upstream_token.empty()) {
@@ -255,8 +300,10 @@ void Relay::Impl::run_upstream() {
     // A connection's wishes are fixed by its Hello: a new one, at once, once
     // no command waits for its result on this one.
     if (forwarded.empty() && events_mismatch()) {
-      spdlog::info("upstream {}: reconnecting {} events", address_name(options.upstream),
-                   upstream_events ? "without" : "with");
+      spdlog::info("upstream {}: reconnecting {}", address_name(options.upstream),
+                   !need.events ? std::string("without events")
+                                : fmt::format("with events of speed >= {} m/s, at most {} a snapshot (0: all)",
+                                              need.min_event_speed, need.max_events));
       upstream.close();
       continue;
     }
@@ -273,17 +320,39 @@ void Relay::Impl::serve_while_away() {
   if (Clock::now() - last_stream >= kHeartbeatPeriod) heartbeat();
 }
 
-bool Relay::Impl::events_wanted() {
+EventNeed Relay::Impl::viewers_need() const {
+  unsigned unkeyed = 0;
+  const auto keyed = hub.needed_keyed(&unkeyed);
+  EventNeed want;
+  // A variant served without a key has no threshold and no cap.
+  if ((unkeyed & server::kEventVariants) != 0) want = {true, 0.0, 0};
+  for (const auto& [variant, key] : keyed)
+    if ((variant & server::kVariantEvents) != 0) want = loosest(want, {true, key.min_event_speed, key.max_events});
+  return want;
+}
+
+void Relay::Impl::update_need() {
   const auto now = Clock::now();
-  if ((hub.needed_variants() & server::kEventVariants) != 0) events_wanted_at = now;
-  return events_wanted_at != Clock::time_point{} && now - events_wanted_at < kEventsLinger;
+  const EventNeed want = viewers_need();
+  if (!covers(need, want)) {
+    need = loosest(need, want);
+    tighter_since = {};
+  } else if (want == need) {
+    tighter_since = {};
+  } else if (tighter_since == Clock::time_point{}) {
+    tighter_since = now;
+  } else if (now - tighter_since >= kEventsLinger) {
+    need = want;
+    tighter_since = {};
+  }
 }
 
 bool Relay::Impl::events_mismatch() {
   const auto now = Clock::now();
   if (now - wishes_checked_at < kWishesPeriod) return false;
   wishes_checked_at = now;
-  return events_wanted() != upstream_events;
+  update_need();
+  return need != upstream_need;
 }
 
 void Relay::Impl::on_message(v1::ServerMessage& m) {
@@ -351,9 +420,10 @@ void Relay::Impl::on_snapshot(v1::Snapshot& s) {
     te.event.point = {e.point().x(), e.point().y()};
     te.event.impulse = {e.impulse().x(), e.impulse().y()};
     te.tick = e.tick();
-    // No masses on the wire: the speed is unknown, so every threshold lets
-    // the event through (the upstream applied none: the relay asks for all).
-    te.speed = std::numeric_limits<double>::infinity();
+    // The speed as the server computed it (wishes.event_speeds), which the
+    // encoder compares with each viewer's threshold. An upstream that sends
+    // none (one that predates them): every threshold lets the event through.
+    te.speed = e.has_speed() ? e.speed() : std::numeric_limits<double>::infinity();
     c.events.push_back(te);
   }
   c.events_dropped = s.events_dropped();

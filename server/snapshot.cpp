@@ -42,6 +42,7 @@ StreamKey stream_key(int variant, const CompactKey& compact, const v1::SnapshotW
     key.min_event_speed = wishes.min_event_speed();
     key.max_events = wishes.max_events();
     key.compact_events = (variant & kVariantCompact) != 0 && wishes.compact_events();
+    key.event_speeds = wishes.event_speeds();
   }
   return key;
 }
@@ -216,6 +217,8 @@ void SnapshotEncoder::make_header(const SnapshotCapture& c, const v1::Stats& tim
         v1::CompactEvents& ce = *s.mutable_compact_events();
         proto::encode_events(compact_events_, c.tick, compact->positions, ce.mutable_events(),
                              ce.mutable_impulses());
+        if (key.event_speeds)
+          for (const std::uint32_t i : selected_) ce.add_speed(c.events[i].speed);
       }
     } else {
       for (const std::uint32_t i : selected_) {
@@ -228,6 +231,7 @@ void SnapshotEncoder::make_header(const SnapshotCapture& c, const v1::Stats& tim
         e.mutable_impulse()->set_x(te.event.impulse.x);
         e.mutable_impulse()->set_y(te.event.impulse.y);
         e.set_tick(te.tick);
+        if (key.event_speeds) e.set_speed(te.speed);
       }
     }
   }

@@ -64,6 +64,7 @@ struct StreamKey {
   double min_event_speed = 0.0;  ///< m/s, >= 0
   std::uint32_t max_events = 0;  ///< the hardest this many (0: all)
   bool compact_events = false;   ///< events in Snapshot.compact_events (compact variants)
+  bool event_speeds = false;     ///< each event with its speed (wishes.event_speeds)
   bool operator==(const StreamKey&) const = default;
 };
 /// The key for `variant` from what a session asked for.
@@ -144,7 +145,7 @@ struct SnapshotFrames {
   }
   /// Whether a session of `variant` with `key` is served from `keyed`.
   static bool is_keyed(int variant, const StreamKey& key) {
-    return (variant & kVariantCompact) != 0 || key.min_event_speed > 0.0 || key.max_events > 0;
+    return (variant & kVariantCompact) != 0 || key.min_event_speed > 0.0 || key.max_events > 0 || key.event_speeds;
   }
 };
 

@@ -159,6 +159,77 @@ TEST(Relay, AViewerWantingEventsGetsTheServersEvents) {
   EXPECT_GT(with_events, 5);
 }
 
+// Every field of each event in a snapshot, by tick.
+using FullEvents = std::map<std::uint64_t, std::vector<std::string>>;
+
+void collect_full_events(client::Connection& c, double seconds, FullEvents* out) {
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  v1::ServerMessage m;
+  while (Clock::now() < end) {
+    ASSERT_TRUE(c.receive(&m, 5.0)) << c.error();
+    if (!m.has_snapshot()) continue;
+    auto& events = (*out)[m.snapshot().tick()];
+    events.clear();
+    for (const v1::CollisionEvent& e : m.snapshot().events()) events.push_back(e.ShortDebugString());
+  }
+}
+
+client::Connection threshold_viewer(std::uint16_t port, double min_event_speed, std::uint32_t max_events) {
+  client::Connection c;
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_VIEWER);
+  hello.mutable_wishes()->set_events(true);
+  hello.mutable_wishes()->set_min_event_speed(min_event_speed);
+  hello.mutable_wishes()->set_max_events(max_events);
+  EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
+  return c;
+}
+
+// The relay knows no masses: it asks upstream for the events of the lowest
+// threshold and the largest cap its viewers wish, each with the speed the
+// server computed, and gives each viewer what its own wishes let through.
+TEST(Relay, EventThresholdsThroughARelayGiveWhatADirectViewerGets) {
+  Process s = server();
+  ASSERT_NE(s.port(), 0) << s.log();
+  Process r = relay(s.address());
+  ASSERT_NE(r.port(), 0) << r.log();
+  // Two wishes: a threshold that keeps some of the pile's contacts, and a
+  // lower one with a cap (the relay asks upstream for speed >= 0.1, no cap).
+  constexpr double kHigh = 0.3, kLow = 0.1;
+  constexpr std::uint32_t kCap = 4;
+  client::Connection relayed_high = threshold_viewer(r.port(), kHigh, 0);
+  client::Connection relayed_low = threshold_viewer(r.port(), kLow, kCap);
+  client::Connection direct_high = threshold_viewer(s.port(), kHigh, 0);
+  client::Connection direct_low = threshold_viewer(s.port(), kLow, kCap);
+  // The relay reconnects upstream for each new need (within 0.1 s); what
+  // came before that is not compared.
+  FullEvents drained;
+  for (int round = 0; round < 10; ++round)
+    for (client::Connection* c : {&relayed_high, &relayed_low, &direct_high, &direct_low})
+      collect_full_events(*c, 0.03, &drained);
+  FullEvents rh, rl, dh, dl;
+  for (int round = 0; round < 25; ++round) {
+    collect_full_events(direct_high, 0.03, &dh);
+    collect_full_events(relayed_high, 0.03, &rh);
+    collect_full_events(direct_low, 0.03, &dl);
+    collect_full_events(relayed_low, 0.03, &rl);
+  }
+  int common = 0, with_events = 0, differ = 0;
+  for (const auto& [tick, high] : rh) {
+    const auto d_high = dh.find(tick), d_low = dl.find(tick), r_low = rl.find(tick);
+    if (d_high == dh.end() || d_low == dl.end() || r_low == rl.end()) continue;
+    ++common;
+    with_events += high.empty() ? 0 : 1;
+    differ += high != r_low->second ? 1 : 0;
+    EXPECT_EQ(high, d_high->second) << "tick " << tick << ", speed >= " << kHigh;
+    EXPECT_EQ(r_low->second, d_low->second) << "tick " << tick << ", speed >= " << kLow << ", at most " << kCap;
+    EXPECT_LE(r_low->second.size(), kCap);
+  }
+  EXPECT_GT(common, 20) << r.log();
+  EXPECT_GT(with_events, 5) << "the threshold left too few events to compare";
+  EXPECT_GT(differ, 0) << "the two wishes never gave different events";
+}
+
 TEST(Relay, ViewersStayThroughAnUpstreamRestartAndResume) {
   auto first = std::make_unique<Process>(server());
   const std::uint16_t port = first->port();

@@ -1181,7 +1181,9 @@ TEST_F(CompactTest, AStillWorldCostsAlmostNothingAndABadQuantumIsRefused) {
 // min_event_speed gets exactly the events of a viewer without it whose speed
 // |impulse| (1/m_a + 1/m_b) is at least that, in the same order; a compact
 // viewer decodes the same events with the points quantized and the impulses
-// as bfloat16s; max_events keeps the hardest; a bad threshold is refused.
+// as bfloat16s; max_events keeps the hardest; with event_speeds (what a
+// relay asks for) each event carries that speed, plain and compact; a bad
+// threshold is refused.
 TEST_F(CompactTest, EventThresholdSendsExactlyTheHardImpactsAndCompactEventsDecodeToThem) {
   start();
   Connection ctl;
@@ -1224,8 +1226,10 @@ TEST_F(CompactTest, EventThresholdSendsExactlyTheHardImpactsAndCompactEventsDeco
   hard.set_min_event_speed(kThreshold);
   hard_compact = hard;
   hard_compact.set_position_quantum(kQuantum);
+  hard_compact.set_event_speeds(true);
   hardest = hard_compact;
   hardest.set_max_events(kMax);
+  all.set_event_speeds(true);
   Connection v_all, v_hard, v_compact, v_hardest;
   v_all.set_compact(false);
   v_hard.set_compact(false);
@@ -1272,8 +1276,13 @@ TEST_F(CompactTest, EventThresholdSendsExactlyTheHardImpactsAndCompactEventsDeco
     for (std::size_t i = 0; i < want.size(); ++i) {
       const v1::CollisionEvent& w = *want[i];
       const int k = static_cast<int>(i);
-      EXPECT_EQ(h.events(k).SerializeAsString(), w.SerializeAsString()) << "tick " << tick << " event " << i;
+      ASSERT_TRUE(w.has_speed());
+      EXPECT_EQ(w.speed(), speed(w)) << "tick " << tick << " event " << i;
+      v1::CollisionEvent w_unweighed = w;
+      w_unweighed.clear_speed();
+      EXPECT_EQ(h.events(k).SerializeAsString(), w_unweighed.SerializeAsString()) << "tick " << tick << " event " << i;
       const v1::CollisionEvent& e = c.events(k);
+      EXPECT_EQ(e.speed(), w.speed());
       EXPECT_EQ(e.a(), w.a());
       EXPECT_EQ(e.b(), w.b());
       EXPECT_EQ(e.tick(), w.tick());
@@ -1296,6 +1305,7 @@ TEST_F(CompactTest, EventThresholdSendsExactlyTheHardImpactsAndCompactEventsDeco
     for (std::size_t i = 0; i < order.size(); ++i) {
       EXPECT_EQ(m.events(static_cast<int>(i)).a(), want[order[i]]->a());
       EXPECT_EQ(m.events(static_cast<int>(i)).b(), want[order[i]]->b());
+      EXPECT_EQ(m.events(static_cast<int>(i)).speed(), want[order[i]]->speed());
     }
   }
   std::printf("events: %zu in %zu ticks, %zu at >= %g m/s, %zu below 0.5 m/s\n", total, compared, kept, kThreshold,

@@ -36,7 +36,10 @@ quarter of the bytes for a moving world and almost nothing for one at rest.
 receive() decodes it into x, y (vx, vy) as Q x quantum, exactly the server's
 quantization of its own state; the integers themselves are in
 connection.positions and connection.velocities (Track) after each compact
-snapshot. Pass compact=False for the plain floats. Bad compact data (or a
+snapshot. Events (wishes.events) come compact too (wishes.compact_events)
+and are decoded into snapshot.events: a, b and tick exact, the point as Q x
+quantum, the impulse to bfloat16 precision. Pass compact=False for the plain
+floats and events. Bad compact data (or a
 delta against a snapshot this connection did not get) raises CompactError
 and closes the connection. connection.last_snapshot_bytes is what the last
 snapshot cost on the wire (with the body table sent before it).
@@ -57,6 +60,7 @@ import os
 import random
 import select
 import socket
+import struct
 import sys
 import time
 
@@ -296,6 +300,54 @@ def decode_track(position, baseline, ids, data):
     return Track(ids, x, y, dx, dy)
 
 
+def from_bfloat16(bits):
+    """The value of a bfloat16 (the float32 with bits `bits << 16`)."""
+    return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
+
+
+_MAX_ID = (1 << 32) - 1
+
+
+def decode_events(tokens, impulses, tick, positions):
+    """Decodes a snapshot's CompactEvents (docs/protocol.md, "Compact
+    events"): `tokens` and `impulses` (bytes), the snapshot's `tick`, and
+    `positions`, the Track its compact bodies decoded to (None: no bodies).
+    Returns a list of (tick, a, b, x, y, ix, iy): the point in quanta, the
+    impulse as bfloat16 bits. Raises CompactError on bad bytes, exactly when
+    the C++ decoder (carom::proto::decode_events) refuses them."""
+    impulses = bytes(impulses)
+    if len(impulses) % 4:
+        raise CompactError("impulses is not 4 bytes an event")
+    n = len(impulses) // 4
+    r = _residuals(bytes(tokens), 5 * n)
+    index = {} if positions is None else {body: k for k, body in enumerate(positions.id)}
+    out = []
+    last_age = last_a = last_x = last_y = 0
+    for i in range(n):
+        r_age, r_a, r_b, rx, ry = r[5 * i:5 * i + 5]
+        age = _int64(last_age + r_age)
+        a = _int64(last_a + r_a)
+        b = _int64(a + r_b)
+        if age < 0 or age > tick:
+            raise CompactError("an event's tick is after the snapshot's or before tick 0")
+        if not (0 <= a <= _MAX_ID and 0 <= b <= _MAX_ID):
+            raise CompactError("an event's body id is outside [0, 2^32)")
+        ka, kb = index.get(a), index.get(b)
+        if ka is None or kb is None:
+            px, py = last_x, last_y
+        else:  # the midpoint in quanta, rounded down (an arithmetic shift)
+            px = (positions.x[ka] + positions.x[kb]) >> 1
+            py = (positions.y[ka] + positions.y[kb]) >> 1
+        x, y = _int64(px + rx), _int64(py + ry)
+        if not (-MAX_QUANTIZED <= x <= MAX_QUANTIZED and -MAX_QUANTIZED <= y <= MAX_QUANTIZED):
+            raise CompactError("an event's point is beyond +-2^52 quanta (corrupt residuals)")
+        ix = impulses[4 * i] | impulses[4 * i + 1] << 8
+        iy = impulses[4 * i + 2] | impulses[4 * i + 3] << 8
+        out.append((tick - age, a, b, x, y, ix, iy))
+        last_age, last_a, last_x, last_y = age, a, x, y
+    return out
+
+
 # --- connection ----------------------------------------------------------------
 
 
@@ -463,6 +515,18 @@ class Connection:
             q = c.velocity_quantum
             snapshot.vx[:] = [v * q for v in velocities.x]
             snapshot.vy[:] = [v * q for v in velocities.y]
+        if snapshot.HasField("compact_events"):
+            # As the C++ client: the point Q x quantum, the impulse bfloat16's value.
+            q = c.position_quantum
+            ce = snapshot.compact_events
+            events = decode_events(ce.events, ce.impulses, snapshot.tick, positions)
+            if ce.speed and len(ce.speed) != len(events):  # speeds only with wishes.event_speeds
+                raise CompactError("%d speeds for %d events" % (len(ce.speed), len(events)))
+            for k, (tick, a, b, x, y, ix, iy) in enumerate(events):
+                e = snapshot.events.add(a=a, b=b, tick=tick, point={"x": x * q, "y": y * q},
+                                        impulse={"x": from_bfloat16(ix), "y": from_bfloat16(iy)})
+                if ce.speed:
+                    e.speed = ce.speed[k]
 
     def hello(self, role, token="", client_name="carom_client.py", wishes=None, timeout=5.0):
         """Sends Hello and returns the Welcome (raises ServerRefused when the
@@ -479,6 +543,7 @@ class Connection:
             message.hello.wishes.body_tables = True
             if self._compact:
                 message.hello.wishes.compact = True
+                message.hello.wishes.compact_events = True  # decoded in receive()
         self.send(message)
         reply = self.receive(timeout)
         kind = reply.WhichOneof("kind")

@@ -5,8 +5,8 @@
 # plain, no body tables), checks that a bad spawn and a bad Hello come back
 # with their field, that compact viewers decode exactly the server's
 # quantization of get_world's state, and that the Python decoder makes of the
-# C++ codec's frames (carom_compact_vectors) what the C++ decoder does,
-# corrupt ones included; stops the server.
+# C++ codec's frames and compact events (carom_compact_vectors) what the C++
+# decoder does, corrupt and truncated ones included; stops the server.
 #
 # usage: python_client_test.sh CAROM_SERVER CAROM_CLIENT_PY PROTO_PY_DIR [PYTHON] [CAROM_COMPACT_VECTORS]
 # Fails when no Python with the protobuf module is found (scripts/deps installs
@@ -163,13 +163,28 @@ from carom_client import pb, CompactError, decode_track, quantize
 address, vectors = sys.argv[1], sys.argv[2]
 
 # 1. The same bytes, the same values: every frame the C++ codec wrote, in
-# order, each delta against the line the C++ decoder used as its baseline.
+# order, each delta against the line the C++ decoder used as its baseline;
+# and its compact events (corrupt and truncated ones among them), against
+# the positions of the line they name.
 decoded, agreed, refused = {}, 0, 0
+event_lines, events_agreed, events_refused, event_count = 0, 0, 0, 0
 with open(vectors) as lines:
     for index, text in enumerate(lines):
         line = json.loads(text)
         if "tokens" in line:
-            continue  # compact events: the web page's decoder reads them (web_decoder_vectors)
+            event_lines += 1
+            try:
+                events = carom_client.decode_events(bytes.fromhex(line["tokens"]), bytes.fromhex(line["impulses"]),
+                                                    line["tick"], decoded[line["events_of"]])
+            except CompactError as error:
+                assert not line["ok"], "line %d: the C++ decoder took the events, Python says %s" % (index, error)
+                events_refused += 1
+                continue
+            assert line["ok"], "line %d: the C++ decoder refused the events, Python decoded them" % index
+            assert [list(e) for e in events] == line["events"], "line %d: events decode differently" % index
+            events_agreed += 1
+            event_count += len(events)
+            continue
         baseline = None if line["baseline"] is None else decoded[line["baseline"]]
         try:
             track = decode_track(line["position"], baseline, line["ids"], bytes.fromhex(line["bytes"]))
@@ -184,7 +199,16 @@ with open(vectors) as lines:
         agreed += 1
 if agreed:
     assert refused > 0, "the C++ frames had no corrupt ones"
+    assert events_refused > 0 and event_count > 0, "the C++ events had no corrupt ones, or no events"
 print("C++ frames: %d decoded alike, %d corrupt ones refused alike" % (agreed, refused))
+print("C++ events: %d lines (%d events) decoded alike, %d corrupt ones refused alike"
+      % (events_agreed, event_count, events_refused))
+
+# The worked example of "Compact events" in docs/protocol.md.
+example = carom_client.Track([3, 7], [10, 21], [-4, -4])
+assert carom_client.decode_events(bytes.fromhex("000b0f0303030f0702"), bytes.fromhex("803f00c000000100"), 100,
+                                  example) == [(100, 3, 7, 16, -3, 0x3f80, 0xc000), (99, 7, 9, 16, -3, 0, 1)]
+assert carom_client.from_bfloat16(0x3f80) == 1.0 and carom_client.from_bfloat16(0xc000) == -2.0
 
 # The worked example of docs/protocol.md.
 assert carom_client._residuals(bytes([0x13, 0x01, 0x02, 0x03, 0x04]), 8) == [5, -1, 0, 0, 1, 0, 0, 0]
@@ -202,6 +226,10 @@ for _ in range(3000):
                                   [0] * n, [1 << 62] * n, [-(1 << 62)] * n)
     try:
         decode_track(rng.random() < 0.5, base, list(range(1, n + 1)), data)
+    except CompactError:
+        pass
+    try:
+        carom_client.decode_events(data, data[:4 * rng.randrange(0, 4)], rng.randrange(0, 3), base)
     except CompactError:
         pass
 
@@ -280,6 +308,12 @@ with carom_client.connect(address, pb.ROLE_CONTROLLER) as ctl:
     wishes = pb.SnapshotWishes(velocities=True, position_quantum=P, velocity_quantum=V)
     viewers = {"every": carom_client.connect(address, pb.ROLE_VIEWER, wishes=wishes)}
     plain = carom_client.connect(address, pb.ROLE_VIEWER, wishes=wishes, compact=False)
+    # Events: compact ones (the default with the compact stream), decoded,
+    # against the server's plain ones of the same ticks.
+    event_wishes = pb.SnapshotWishes(events=True, position_quantum=P)
+    event_viewers = {"compact": carom_client.connect(address, pb.ROLE_VIEWER, wishes=event_wishes),
+                     "plain": carom_client.connect(address, pb.ROLE_VIEWER, wishes=event_wishes, compact=False)}
+    events_seen = {"compact": {}, "plain": {}}
     worlds, checked, keys = {}, {}, {}
 
     def follow(name, state_hash):
@@ -312,6 +346,16 @@ with carom_client.connect(address, pb.ROLE_CONTROLLER) as ctl:
         worlds[world.state_hash] = world
         for name in viewers:
             follow(name, world.state_hash)
+        for name, viewer in event_viewers.items():
+            while True:
+                message = viewer.receive(10.0)
+                if message.WhichOneof("kind") != "snapshot":
+                    continue
+                s = message.snapshot
+                assert s.HasField("compact_events") or not s.events or name == "plain", s.tick
+                events_seen[name][s.tick] = list(s.events)
+                if s.state_hash == world.state_hash:
+                    break
 
     for k in range(60):
         if k == 15:
@@ -334,6 +378,20 @@ with carom_client.connect(address, pb.ROLE_CONTROLLER) as ctl:
     assert not plain_message.snapshot.HasField("compact") and len(plain_message.snapshot.x) > 0
     call(lambda c: c.resume.SetInParent())
     print("compact live: %d + %d snapshots decoded exactly" % (checked["every"], checked["late"]))
+    compared = 0
+    for tick, compact_events in events_seen["compact"].items():
+        plain_events = events_seen["plain"].get(tick)
+        if plain_events is None:
+            continue
+        assert len(compact_events) == len(plain_events), tick
+        for c, p in zip(compact_events, plain_events):
+            assert (c.a, c.b, c.tick) == (p.a, p.b, p.tick), (tick, c, p)
+            assert c.point.x == quantize(p.point.x, P) * P and c.point.y == quantize(p.point.y, P) * P, (tick, c, p)
+            for got, want in ((c.impulse.x, p.impulse.x), (c.impulse.y, p.impulse.y)):
+                assert abs(got - want) <= abs(want) * 2 ** -8, (tick, c, p)
+            compared += 1
+    assert compared > 20, "only %d events compared" % compared
+    print("compact events live: %d events decoded as the server's" % compared)
 PY
 rc=$?
 if [ "$rc" -ne 0 ]; then

@@ -86,10 +86,15 @@ std::string Connection::Impl::decode_events(v1::Snapshot& s) {
   const v1::CompactEvents& c = s.compact_events();
   if (std::string why = proto::decode_events(c.events(), c.impulses(), s.tick(), positions, &events); !why.empty())
     return why;
+  // Speeds come only with wishes.event_speeds, one an event.
+  if (c.speed_size() != 0 && static_cast<std::size_t>(c.speed_size()) != events.size())
+    return std::to_string(c.speed_size()) + " speeds for " + std::to_string(events.size()) + " events";
   const double quantum = s.compact().position_quantum();
   s.mutable_events()->Reserve(static_cast<int>(events.size()));
-  for (const proto::CompactEvent& e : events) {
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const proto::CompactEvent& e = events[i];
     v1::CollisionEvent& out = *s.add_events();
+    if (c.speed_size() != 0) out.set_speed(c.speed(static_cast<int>(i)));
     out.set_a(e.a);
     out.set_b(e.b);
     out.mutable_point()->set_x(static_cast<double>(e.x) * quantum);

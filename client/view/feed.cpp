@@ -114,6 +114,7 @@ bool Feed::connect_once(client::Connection* connection) {
   auto* wishes = hello.mutable_wishes();
   wishes->set_velocities(true);  // colour by speed
   wishes->set_velocity_quantum(kViewVelocityQuantum);
+  wishes->set_position_quantum(kViewPositionQuantum);  // for the compact stream, the Connection's default
   wishes->set_events(true);      // contact flashes
   wishes->set_min_event_speed(kFlashMinEventSpeed);  // only those that could flash,
   wishes->set_max_events(kMaxEventsPerSnapshot);     // and of those the hardest

@@ -72,9 +72,23 @@ inline constexpr double kFlashSeconds = 0.25;
 /// Collisions approaching slower than this (m/s) do not flash: resting
 /// contacts report an event every tick.
 inline constexpr double kFlashMinSpeed = 1.0;
-/// The velocity quantum carom-view asks for (m/s): speeds colour bodies and
-/// gate flashes at 1 m/s, so a centimetre a second is plenty.
-inline constexpr double kViewVelocityQuantum = 0.01;
+/// The position quantum carom-view asks for (m): what a viewer cannot see.
+/// The demo world (160 m x 100 m) fits the default 1280 x 720 window at about
+/// 7 pixels a metre, where 4 mm is 1/36 of a pixel (1/12 on a 3840 x 2160
+/// screen); a body's error of half a quantum becomes a pixel only past
+/// about 70x zoom. With the velocity quantum below it takes the demo's
+/// stream (flashes' events included) from 1.05-1.10 MB/s in its busiest
+/// second (1 mm, 1 cm/s) to 0.91-0.92 MB/s (bench/stream_bytes.py; README,
+/// carom-view).
+inline constexpr double kViewPositionQuantum = 0.004;
+/// The velocity quantum carom-view asks for (m/s): speeds pick one of 256
+/// colours between 0 and the 95th-percentile speed, so an error of half a
+/// quantum (2.5 cm/s) moves a body less than one colour step in any world
+/// whose 95th-percentile speed is over 6.4 m/s, and a few steps (each under
+/// 3/255 a channel) in slower ones; the 1 m/s flash gate moves by 5 cm/s at
+/// most. Velocities change by |g| dt (16 cm/s) a tick under gravity, so
+/// at 1 cm/s they cost nearly as much as the positions.
+inline constexpr double kViewVelocityQuantum = 0.05;
 /// The events carom-view asks for (wishes.min_event_speed, m/s): an impact
 /// changes the relative normal velocity by (1 + e) times its approach, so
 /// this leaves out approaches below 2 / (1 + e) kFlashMinSpeed: all that

@@ -67,7 +67,8 @@ class Connection {
   /// names the epoch), so every snapshot has id, x, y and radius alike.
   /// A compact snapshot comes back decoded the same way: x, y (and vx, vy)
   /// filled in, `compact` kept (for its sizes), and its compact_events
-  /// decoded into `events` (points quantized, impulses as bfloat16s; kept too).
+  /// decoded into `events` (points quantized, impulses as bfloat16s, speeds
+  /// when wishes.event_speeds asked for them; kept too).
   bool receive(v1::ServerMessage* out, double timeout_s);
   /// Sends a command with a fresh request id (unless one is set) and waits
   /// for its CommandResult, skipping snapshots. Returns true when a result
