@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -15,6 +16,7 @@
 #include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <thread>
 
@@ -384,6 +386,73 @@ TEST_F(WebSocketTest, BodyTablesAndTheCompactStreamComeAsSeparateMessages) {
       previous = s.tick();
     }
   }
+}
+
+TEST_F(WebSocketTest, AStreamDecoderReadsTheWebSocketStreamAsTheTcpConnectionReadsItsOwn) {
+  start();
+  client::Connection ctl;
+  ASSERT_TRUE(tcp_connect(ctl, v1::ROLE_CONTROLLER));
+  v1::Command spawn;
+  for (int i = 0; i < 40; ++i) {
+    v1::Body& b = *spawn.mutable_spawn()->add_bodies();
+    b.mutable_position()->set_x(5.0 + 2.2 * i);
+    b.mutable_position()->set_y(20.0 + (i % 7));
+    b.mutable_velocity()->set_x(3.0 - 0.15 * i);
+    b.mutable_velocity()->set_y(1.0 + 0.05 * i);
+    b.set_radius(0.5);
+  }
+  v1::CommandResult r;
+  ASSERT_TRUE(ctl.call(spawn, &r)) << ctl.error();
+  ASSERT_EQ(r.code(), v1::OK) << r.message();
+  // Both ask for what Connection asks for by default: body tables, the
+  // compact stream and compact events, with velocities.
+  v1::Hello hello;
+  hello.set_role(v1::ROLE_VIEWER);
+  hello.mutable_wishes()->set_velocities(true);
+  hello.mutable_wishes()->set_events(true);
+  client::Connection tcp_viewer;
+  ASSERT_TRUE(tcp_viewer.connect({"127.0.0.1", server_->port()}, hello)) << tcp_viewer.error();
+  client::add_stream_wishes(&hello, true, true);
+  ASSERT_TRUE(hello.wishes().compact());
+  WsClient ws_viewer;
+  ASSERT_TRUE(ws_viewer.open(http_port(), "http://127.0.0.1:" + std::to_string(http_port())));
+  ASSERT_TRUE(ws_viewer.hello(v1::ROLE_VIEWER, {}, &hello.wishes()));
+  client::StreamDecoder decoder;
+  std::map<std::uint64_t, v1::Snapshot> over_tcp, over_ws;
+  int kept = 0;
+  while (over_ws.size() < 30) {
+    v1::ServerMessage m;
+    ASSERT_TRUE(ws_viewer.receive(&m)) << ws_viewer.error().message();
+    std::string why;
+    const client::StreamDecoder::Result result = decoder.take(&m, &why);
+    ASSERT_NE(result, client::StreamDecoder::Result::kError) << why;
+    if (result == client::StreamDecoder::Result::kKept) ++kept;
+    if (m.has_snapshot() && result == client::StreamDecoder::Result::kMessage) {
+      ASSERT_TRUE(m.snapshot().has_compact());
+      over_ws.emplace(m.snapshot().tick(), m.snapshot());
+    }
+  }
+  EXPECT_GE(kept, 1) << "the body table is kept, not returned";
+  while (over_tcp.empty() || over_tcp.rbegin()->first < over_ws.rbegin()->first) {
+    v1::ServerMessage m;
+    ASSERT_TRUE(tcp_viewer.receive(&m, 5.0)) << tcp_viewer.error();
+    if (m.has_snapshot()) over_tcp.emplace(m.snapshot().tick(), m.snapshot());
+  }
+  int compared = 0;
+  for (const auto& [tick, ws] : over_ws) {
+    const auto it = over_tcp.find(tick);
+    if (it == over_tcp.end()) continue;
+    const v1::Snapshot& tcp = it->second;
+    ++compared;
+    ASSERT_EQ(ws.id_size(), 40);
+    EXPECT_TRUE(std::equal(ws.id().begin(), ws.id().end(), tcp.id().begin(), tcp.id().end())) << "tick " << tick;
+    EXPECT_TRUE(std::equal(ws.radius().begin(), ws.radius().end(), tcp.radius().begin(), tcp.radius().end()));
+    EXPECT_TRUE(std::equal(ws.x().begin(), ws.x().end(), tcp.x().begin(), tcp.x().end())) << "tick " << tick;
+    EXPECT_TRUE(std::equal(ws.y().begin(), ws.y().end(), tcp.y().begin(), tcp.y().end())) << "tick " << tick;
+    EXPECT_TRUE(std::equal(ws.vx().begin(), ws.vx().end(), tcp.vx().begin(), tcp.vx().end())) << "tick " << tick;
+    EXPECT_EQ(ws.events_size(), tcp.events_size()) << "tick " << tick;
+  }
+  EXPECT_GE(compared, 20) << "the two viewers saw mostly the same ticks";
 }
 
 TEST_F(WebSocketTest, BadTokensGarbageAndTextMessagesGetAnErrorAndACloseAndOthersCarryOn) {

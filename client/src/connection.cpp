@@ -67,6 +67,20 @@ struct Connection::Impl {
   tcp::socket socket{io};
   proto::FrameDecoder decoder{proto::kDefaultMaxServerFrame};
   std::array<char, 1 << 16> buffer{};
+  StreamDecoder stream;
+};
+
+void add_stream_wishes(v1::Hello* hello, bool body_tables, bool compact) {
+  if (hello->protocol_version() == 0) hello->set_protocol_version(proto::kProtocolVersion);
+  const bool snapshots = hello->role() == v1::ROLE_VIEWER || hello->has_wishes();
+  if (body_tables && snapshots && !hello->wishes().omit_bodies()) hello->mutable_wishes()->set_body_tables(true);
+  if (body_tables && compact && snapshots && !hello->wishes().omit_bodies()) {
+    hello->mutable_wishes()->set_compact(true);
+    hello->mutable_wishes()->set_compact_events(true);  // decoded in receive()
+  }
+}
+
+struct StreamDecoder::State {
   v1::BodyTable table;  // the latest body table (epoch 0: none yet)
   // The compact stream's state: the last compact snapshot's tick and its
   // decoded positions and velocities (what the next one predicts from).
@@ -76,13 +90,25 @@ struct Connection::Impl {
 
   std::vector<proto::CompactEvent> events;  // scratch
 
+  Result take(v1::ServerMessage* out, std::string* error);
   // Fills s's x, y (vx, vy) from s.compact. Empty string or what is wrong.
   std::string decode_compact(v1::Snapshot& s);
   // Fills s's events from s.compact_events, after decode_compact.
   std::string decode_events(v1::Snapshot& s);
 };
 
-std::string Connection::Impl::decode_events(v1::Snapshot& s) {
+StreamDecoder::StreamDecoder() : state_(std::make_unique<State>()) {}
+StreamDecoder::~StreamDecoder() = default;
+StreamDecoder::StreamDecoder(StreamDecoder&&) noexcept = default;
+StreamDecoder& StreamDecoder::operator=(StreamDecoder&&) noexcept = default;
+
+void StreamDecoder::reset() { *state_ = State(); }
+
+StreamDecoder::Result StreamDecoder::take(v1::ServerMessage* message, std::string* error) {
+  return state_->take(message, error);
+}
+
+std::string StreamDecoder::State::decode_events(v1::Snapshot& s) {
   const v1::CompactEvents& c = s.compact_events();
   if (std::string why = proto::decode_events(c.events(), c.impulses(), s.tick(), positions, &events); !why.empty())
     return why;
@@ -106,7 +132,7 @@ std::string Connection::Impl::decode_events(v1::Snapshot& s) {
   return {};
 }
 
-std::string Connection::Impl::decode_compact(v1::Snapshot& s) {
+std::string StreamDecoder::State::decode_compact(v1::Snapshot& s) {
   const v1::CompactBodies& c = s.compact();
   if (!(c.position_quantum() > 0.0) || !std::isfinite(c.position_quantum()))
     return "position_quantum " + std::to_string(c.position_quantum()) + " is not > 0";
@@ -144,6 +170,42 @@ std::string Connection::Impl::decode_compact(v1::Snapshot& s) {
   return {};
 }
 
+StreamDecoder::Result StreamDecoder::State::take(v1::ServerMessage* out, std::string* error) {
+  if (out->has_body_table()) {
+    table.Swap(out->mutable_body_table());
+    if (table.id_size() != table.radius_size()) {
+      *error = "body table " + std::to_string(table.epoch()) + " has " + std::to_string(table.id_size()) +
+               " ids but " + std::to_string(table.radius_size()) + " radii";
+      return Result::kError;
+    }
+    return Result::kKept;  // the next message is its snapshot
+  }
+  if (out->has_snapshot() && out->snapshot().body_table() != 0) {
+    v1::Snapshot& s = *out->mutable_snapshot();
+    if (s.has_compact() && s.body_table() == table.epoch()) {
+      if (const std::string why = decode_compact(s); !why.empty()) {
+        *error = "compact snapshot of tick " + std::to_string(s.tick()) + ": " + why;
+        return Result::kError;
+      }
+      if (s.has_compact_events()) {
+        if (const std::string why = decode_events(s); !why.empty()) {
+          *error = "compact events of tick " + std::to_string(s.tick()) + ": " + why;
+          return Result::kError;
+        }
+      }
+    }
+    if (s.body_table() != table.epoch() || s.x_size() != table.id_size()) {
+      *error = "snapshot of tick " + std::to_string(s.tick()) + " refers to body table " +
+               std::to_string(s.body_table()) + " (" + std::to_string(s.x_size()) +
+               " bodies), which this connection does not have";
+      return Result::kError;
+    }
+    *s.mutable_id() = table.id();
+    *s.mutable_radius() = table.radius();
+  }
+  return Result::kMessage;
+}
+
 Connection::Connection() : impl_(std::make_unique<Impl>()) {}
 Connection::~Connection() = default;
 Connection::Connection(Connection&&) noexcept = default;
@@ -167,8 +229,7 @@ int Connection::native_handle() { return connected() ? impl_->socket.native_hand
 bool Connection::open(const Address& address) {
   close();
   impl_->decoder = proto::FrameDecoder(proto::kDefaultMaxServerFrame);
-  impl_->table.Clear();
-  impl_->have_compact = false;
+  impl_->stream.reset();
   boost::system::error_code ec;
   tcp::resolver resolver(impl_->io);
   const auto endpoints = resolver.resolve(address.host, std::to_string(address.port), ec);
@@ -181,13 +242,7 @@ bool Connection::open(const Address& address) {
 
 bool Connection::connect(const Address& address, v1::Hello hello, double timeout_s) {
   if (!open(address)) return false;
-  if (hello.protocol_version() == 0) hello.set_protocol_version(proto::kProtocolVersion);
-  const bool snapshots = hello.role() == v1::ROLE_VIEWER || hello.has_wishes();
-  if (body_tables_ && snapshots && !hello.wishes().omit_bodies()) hello.mutable_wishes()->set_body_tables(true);
-  if (body_tables_ && compact_ && snapshots && !hello.wishes().omit_bodies()) {
-    hello.mutable_wishes()->set_compact(true);
-    hello.mutable_wishes()->set_compact_events(true);  // decoded in receive()
-  }
+  add_stream_wishes(&hello, body_tables_, compact_);
   v1::ClientMessage message;
   *message.mutable_hello() = std::move(hello);
   if (!send(message)) return false;
@@ -233,39 +288,15 @@ bool Connection::receive(v1::ServerMessage* out, double timeout_s) {
           close();
           return fail("unreadable message from the server");
         }
-        if (out->has_body_table()) {
-          impl_->table.Swap(out->mutable_body_table());
-          ++body_tables_received_;
-          if (impl_->table.id_size() != impl_->table.radius_size()) {
+        switch (std::string why; impl_->stream.take(out, &why)) {
+          case StreamDecoder::Result::kMessage:
+            break;
+          case StreamDecoder::Result::kKept:
+            ++body_tables_received_;
+            continue;
+          case StreamDecoder::Result::kError:
             close();
-            return fail("body table " + std::to_string(impl_->table.epoch()) + " has " +
-                        std::to_string(impl_->table.id_size()) + " ids but " +
-                        std::to_string(impl_->table.radius_size()) + " radii");
-          }
-          continue;  // kept, not returned: the next frame is its snapshot
-        }
-        if (out->has_snapshot() && out->snapshot().body_table() != 0) {
-          v1::Snapshot& s = *out->mutable_snapshot();
-          if (s.has_compact() && s.body_table() == impl_->table.epoch()) {
-            if (const std::string why = impl_->decode_compact(s); !why.empty()) {
-              close();
-              return fail("compact snapshot of tick " + std::to_string(s.tick()) + ": " + why);
-            }
-            if (s.has_compact_events()) {
-              if (const std::string why = impl_->decode_events(s); !why.empty()) {
-                close();
-                return fail("compact events of tick " + std::to_string(s.tick()) + ": " + why);
-              }
-            }
-          }
-          if (s.body_table() != impl_->table.epoch() || s.x_size() != impl_->table.id_size()) {
-            close();
-            return fail("snapshot of tick " + std::to_string(s.tick()) + " refers to body table " +
-                        std::to_string(s.body_table()) + " (" + std::to_string(s.x_size()) +
-                        " bodies), which this connection does not have");
-          }
-          *s.mutable_id() = impl_->table.id();
-          *s.mutable_radius() = impl_->table.radius();
+            return fail(std::move(why));
         }
         return true;
       case proto::FrameDecoder::Result::kTooLarge:

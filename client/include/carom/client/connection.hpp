@@ -26,6 +26,39 @@ bool parse_address(std::string_view text, Address* out, std::string* error);
 /// Nanoseconds of CLOCK_MONOTONIC, the clock of Snapshot.server_time_ns.
 using proto::monotonic_ns;
 
+/// Fills in what Connection::connect() adds to a Hello: protocol_version
+/// when 0 and, for a Hello that wants snapshots with bodies, body tables
+/// (with `body_tables`) and the compact stream with compact events (with
+/// `compact` too). For clients on another transport (a WebSocket) that
+/// decode with a StreamDecoder.
+void add_stream_wishes(v1::Hello* hello, bool body_tables, bool compact);
+
+/// What Connection::receive() does with each server message, for messages
+/// that come by another transport (a WebSocket: one message per binary
+/// message): keeps body tables, decodes the compact stream and its events,
+/// fills ids and radii back in. One thread at a time.
+class StreamDecoder {
+ public:
+  enum class Result {
+    kMessage,  ///< ready for the caller (a snapshot decoded and filled in)
+    kKept,     ///< a body table, kept for the snapshots that follow
+    kError,    ///< the stream cannot be read on (*error says why)
+  };
+  StreamDecoder();
+  ~StreamDecoder();
+  StreamDecoder(StreamDecoder&&) noexcept;
+  StreamDecoder& operator=(StreamDecoder&&) noexcept;
+
+  /// Takes the next message of the stream, as parsed, in arrival order.
+  Result take(v1::ServerMessage* message, std::string* error);
+  /// Forgets the table and the compact state (a new connection).
+  void reset();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 class Connection {
  public:
   Connection();
