@@ -197,6 +197,10 @@ int main(int argc, char** argv) {
                  "relay_added_latency_p50_ms / p99 / max: each relayed snapshot's arrival minus a direct viewer's")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
+  app.add_flag("--websocket", net_options.websocket,
+               "with --net: viewers open the server's WebSocket (/ws on an HTTP port, as the web page does) instead of "
+               "TCP; the JSON says \"transport\"")
+      ->excludes("--relays");
   bool no_body_tables = false;
   app.add_flag("--no-body-tables", no_body_tables,
                "with --net: viewers get ids and radii in every snapshot instead of in body tables");

@@ -3,7 +3,9 @@
 // measured. Phase 1: the world ticks with only a controller connected; phase
 // 2: the same with N viewers, each on its own thread, every snapshot's latency
 // measured as (arrival on CLOCK_MONOTONIC) - server_time_ns (same machine,
-// same clock). A viewer is carom-view's Connection: it parses every snapshot
+// same clock). A viewer is carom-view's Connection (with --websocket, the
+// server's /ws as the web page opens it, decoded by Connection's own
+// StreamDecoder: one viewer loop over a ViewerLink): it parses every snapshot
 // in full, decodes the compact stream (unless --plain) and, with body tables,
 // fills in the ids and radii from the table. The server reports its own
 // tick-time percentiles (tick work and the step alone) and late ticks through
@@ -20,12 +22,19 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/websocket.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -40,6 +49,156 @@ namespace carom::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+
+// A viewer's way to the server: what the viewer loop needs of it.
+class ViewerLink {
+ public:
+  virtual ~ViewerLink() = default;
+  // Connects and says `hello`; false (error()) unless a Welcome came back.
+  virtual bool connect(const client::Address& address, v1::Hello hello) = 0;
+  // The next message, decoded as Connection::receive() decodes it; false on
+  // a timeout (still connected()) or when the link is gone.
+  virtual bool receive(v1::ServerMessage* out, double timeout_s) = 0;
+  virtual bool connected() const = 0;
+  // Everything the server sent on this link, as on the wire.
+  virtual std::uint64_t bytes_received() const = 0;
+  virtual const std::string& error() const = 0;
+};
+
+// carom-view's own TCP connection.
+class TcpLink final : public ViewerLink {
+ public:
+  TcpLink(bool body_tables, bool compact) {
+    connection_.set_body_tables(body_tables);
+    connection_.set_compact(compact);
+  }
+  bool connect(const client::Address& address, v1::Hello hello) override {
+    return connection_.connect(address, std::move(hello));
+  }
+  bool receive(v1::ServerMessage* out, double timeout_s) override { return connection_.receive(out, timeout_s); }
+  bool connected() const override { return connection_.connected(); }
+  std::uint64_t bytes_received() const override { return connection_.bytes_received(); }
+  const std::string& error() const override { return connection_.error(); }
+
+ private:
+  client::Connection connection_;
+};
+
+// A WebSocket to the server's /ws, as the web page opens it (its Origin is
+// the server's own), one protobuf message per binary message. Every
+// operation is asynchronous on a private io_context run up to the caller's
+// deadline: a read that times out stays pending for the next receive(), so
+// no message is lost and Beast's own buffering needs no poll().
+class WebSocketLink final : public ViewerLink {
+ public:
+  WebSocketLink(bool body_tables, bool compact) : body_tables_(body_tables), compact_(compact) {}
+
+  bool connect(const client::Address& address, v1::Hello hello) override {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    const std::string host = address.host + ":" + std::to_string(address.port);
+    boost::system::error_code ec;
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(address.host, ec), address.port);
+    if (ec) return fail("cannot read address " + address.host + ": " + ec.message());
+    bool done = false;
+    ws_.next_layer().async_connect(endpoint, [&](boost::system::error_code e) { ec = e; done = true; });
+    if (!run(done, deadline) || ec) return fail("cannot connect to " + host + ": " + (ec ? ec.message() : "timed out"));
+    ws_.next_layer().set_option(asio::ip::tcp::no_delay(true), ec);
+    ws_.set_option(websocket::stream_base::decorator(
+        [origin = "http://" + host](websocket::request_type& request) { request.set(beast::http::field::origin, origin); }));
+    ws_.read_message_max(proto::kDefaultMaxServerFrame);
+    ws_.binary(true);
+    done = false;
+    ws_.async_handshake(host, "/ws", [&](boost::system::error_code e) { ec = e; done = true; });
+    if (!run(done, deadline) || ec)
+      return fail("WebSocket handshake with " + host + "/ws: " + (ec ? ec.message() : "timed out"));
+    client::add_stream_wishes(&hello, body_tables_, compact_);
+    v1::ClientMessage message;
+    *message.mutable_hello() = std::move(hello);
+    const std::string bytes = message.SerializeAsString();
+    done = false;
+    ws_.async_write(asio::buffer(bytes), [&](boost::system::error_code e, std::size_t) { ec = e; done = true; });
+    if (!run(done, deadline) || ec) return fail("sending Hello: " + (ec ? ec.message() : std::string("timed out")));
+    v1::ServerMessage reply;
+    if (!receive(&reply, std::chrono::duration<double>(deadline - Clock::now()).count())) return false;
+    if (reply.has_error())
+      return fail("server refused: " + client::code_name(reply.error().code()) + ": " + reply.error().message());
+    if (!reply.has_welcome()) return fail("server did not answer with a Welcome");
+    return true;
+  }
+
+  bool receive(v1::ServerMessage* out, double timeout_s) override {
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+    for (;;) {
+      if (!reading_) {
+        reading_ = true;
+        read_done_ = false;
+        ws_.async_read(buffer_, [this](boost::system::error_code e, std::size_t) { read_ec_ = e; read_done_ = true; });
+      }
+      if (!run(read_done_, deadline)) return fail("timed out waiting for the server", false);
+      reading_ = false;
+      if (read_ec_) return fail("receive failed: " + read_ec_.message());
+      const std::size_t n = buffer_.size();
+      // The server sends each message as one unmasked frame: a 2-byte
+      // header, plus 2 or 8 bytes of extended length.
+      bytes_ += n + (n < 126 ? 2 : n <= 0xffff ? 4 : 10);
+      const auto data = buffer_.cdata();
+      const bool parsed = out->ParseFromArray(data.data(), static_cast<int>(data.size()));
+      buffer_.consume(n);
+      if (!parsed) return fail("unreadable message from the server");
+      std::string why;
+      switch (decoder_.take(out, &why)) {
+        case client::StreamDecoder::Result::kMessage:
+          return true;
+        case client::StreamDecoder::Result::kKept:
+          continue;
+        case client::StreamDecoder::Result::kError:
+          return fail(std::move(why));
+      }
+    }
+  }
+
+  bool connected() const override { return ws_.next_layer().is_open(); }
+  std::uint64_t bytes_received() const override { return bytes_; }
+  const std::string& error() const override { return error_; }
+
+ private:
+  // Runs the io_context until `done` or the deadline; whether done.
+  bool run(const bool& done, Clock::time_point deadline) {
+    while (!done && Clock::now() < deadline) {
+      io_.restart();
+      io_.run_one_until(deadline);
+    }
+    return done;
+  }
+  bool fail(std::string why, bool close = true) {
+    error_ = std::move(why);
+    if (close) {
+      boost::system::error_code ec;
+      ws_.next_layer().close(ec);
+    }
+    return false;
+  }
+
+  // Declared before the stream, so that a read still pending when the link
+  // goes is dropped with the io_context, after its socket and buffer.
+  asio::io_context io_;
+  beast::flat_buffer buffer_;
+  websocket::stream<asio::ip::tcp::socket> ws_{io_};
+  client::StreamDecoder decoder_;
+  bool body_tables_, compact_;
+  bool reading_ = false, read_done_ = false;
+  boost::system::error_code read_ec_;
+  std::uint64_t bytes_ = 0;
+  std::string error_;
+};
+
+std::unique_ptr<ViewerLink> make_link(const NetBenchOptions& o) {
+  if (o.websocket) return std::make_unique<WebSocketLink>(o.body_tables, o.compact);
+  return std::make_unique<TcpLink>(o.body_tables, o.compact);
+}
 
 double percentile(std::vector<double>& v, double q) {
   if (v.empty()) return 0.0;
@@ -161,6 +320,7 @@ int run_net_bench(const NetBenchOptions& o) {
   so.tick_hz = o.tick_hz;
   so.threads = o.threads;
   so.max_clients = static_cast<std::uint32_t>(o.viewers + 8);
+  if (o.websocket) so.http_port = 0;
   server::Server server(so);
   if (Status s = server.start(); !s.ok()) {
     std::cerr << "carom-bench: " << s.message() << "\n";
@@ -170,6 +330,7 @@ int run_net_bench(const NetBenchOptions& o) {
   // --relays: the server serves the relays only; viewer i watches relay i % K.
   std::vector<std::unique_ptr<relay::Relay>> relays;
   std::vector<client::Address> viewer_addresses{address};
+  if (o.websocket) viewer_addresses = {{"127.0.0.1", server.http_port()}};
   for (int k = 0; k < o.relays; ++k) {
     relay::RelayOptions ro;
     ro.serve.port = 0;
@@ -206,9 +367,8 @@ int run_net_bench(const NetBenchOptions& o) {
   std::atomic<int> failed{0};
   for (int i = 0; i < o.viewers; ++i) {
     threads.emplace_back([&, i] {
-      client::Connection v;
-      v.set_body_tables(o.body_tables);
-      v.set_compact(o.compact);
+      const std::unique_ptr<ViewerLink> link = make_link(o);
+      ViewerLink& v = *link;
       v1::Hello h;
       h.set_role(v1::ROLE_VIEWER);
       h.set_client_name("bench-viewer-" + std::to_string(i));
@@ -342,6 +502,7 @@ int run_net_bench(const NetBenchOptions& o) {
   j["viewers"] = o.viewers;
   j["viewers_failed"] = failed.load();
   j["relays"] = o.relays;
+  j["transport"] = o.websocket ? "websocket" : "tcp";
   j["tick_hz"] = o.tick_hz;
   j["body_tables"] = o.body_tables;
   j["compact"] = compact;

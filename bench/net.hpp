@@ -1,8 +1,9 @@
 #pragma once
 /// \file carom-bench --net: the real server (in process, real loopback TCP)
-/// with many viewers, measuring tick times with and without them, the
-/// latency from the end of a tick to its snapshot's arrival, and what the
-/// stream costs: bytes per body per snapshot as received, the server's egress.
+/// with many viewers (TCP, or with --websocket the web page's WebSocket),
+/// measuring tick times with and without them, the latency from the end of a
+/// tick to its snapshot's arrival, and what the stream costs: bytes per body
+/// per snapshot as received, the server's egress.
 
 #include <cstdint>
 #include <string>
@@ -23,6 +24,7 @@ struct NetBenchOptions {
   bool events = false;      ///< viewers ask for collision events (as carom-view does)
   std::uint64_t settle = 0; ///< steps the world takes (paused, as fast as it can) before measuring
   int relays = 0;           ///< viewers spread over this many relays, each a viewer of the server (0: none)
+  bool websocket = false;   ///< viewers open the server's WebSocket (/ws on an HTTP port) instead of TCP
   bool json = false;
 };
 
