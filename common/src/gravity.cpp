@@ -552,14 +552,14 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
       const std::uint32_t i = t.order[p];
       t.sx[p] = b.x[i];
       t.sy[p] = b.y[i];
-      t.sm[p] = b.m[i];
+      t.sm[p] = static_cast<float>(b.m[i]);
     }
   });
   build_tree(t, static_cast<std::uint32_t>(n), Cell{xmin, ymin, side}, g.theta);
   // Single precision needs every mass within 1e-20 of the total (in units of
   // the total mass they then stay far from float's smallest numbers).
   double lightest = t.sm[0];
-  for (std::size_t p = 1; p < n; ++p) lightest = std::min(lightest, t.sm[p]);
+  for (std::size_t p = 1; p < n; ++p) lightest = std::min<double>(lightest, t.sm[p]);
   const bool single = t.nodes[0].mass > 0.0 && lightest >= 1e-20 * t.nodes[0].mass;
 
   // The walk, group by group: the nodes of at most kGroup bodies (in Morton
@@ -638,7 +638,7 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
         for (const std::uint32_t k : far) sum_node(gx.data(), gy.data(), count, expansion(nodes[k]), eps2, sx.data(), sy.data(), sp.data());
         for (const std::uint32_t q : near) {
           const std::uint32_t self = q >= first && q < last ? q - first : kNoSelf;
-          sum_body(gx.data(), gy.data(), count, self, t.sx[q], t.sy[q], t.sm[q], eps2, sx.data(), sy.data(), sp.data(),
+          sum_body(gx.data(), gy.data(), count, self, t.sx[q], t.sy[q], double{t.sm[q]}, eps2, sx.data(), sy.data(), sp.data(),
                    closest.data());
         }
       }

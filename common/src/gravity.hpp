@@ -31,7 +31,11 @@ struct GravityScratch {
   };
   std::vector<Node> nodes;
   std::vector<std::uint32_t> order;  // Morton position -> storage index
-  std::vector<double> sx, sy, sm;    // positions and masses in Morton order
+  std::vector<double> sx, sy;        // positions in Morton order
+  // Masses in Morton order, in float (4 bytes a body at a million: masses
+  // lie in [1e-30, 1e30], and 7 digits of a mass are far below the tree's
+  // 1e-3).
+  std::vector<float> sm;
   std::vector<std::uint32_t> groups;  // nodes whose bodies walk the tree together
   std::vector<double> group_potential;  // per group: sum of m phi over its bodies, in order
   /// Gives the tree's memory back.
@@ -40,7 +44,7 @@ struct GravityScratch {
     std::vector<std::uint32_t>().swap(order);
     std::vector<double>().swap(sx);
     std::vector<double>().swap(sy);
-    std::vector<double>().swap(sm);
+    std::vector<float>().swap(sm);
     std::vector<std::uint32_t>().swap(groups);
     std::vector<double>().swap(group_potential);
   }
