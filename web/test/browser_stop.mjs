@@ -16,39 +16,19 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import {parseArgs} from "node:util";
 
-import {hudTick, kDefaultChromium, launchBrowser, loadProtocol, openPage, processTree, sleep, startServer,
-        TcpClient} from "./support.mjs";
+import {checker, hudTick, launchBrowser, loadProtocol, openPage, processTree, sleep, startServer,
+        TcpClient, testArgs} from "./support.mjs";
 
-const {values: args} = parseArgs({
-  options: {
-    site: {type: "string"},
-    server: {type: "string"},
-    "scenario-dir": {type: "string"},
-    proto: {type: "string"},
-    "stop-seconds": {type: "string", default: "6"},
-    out: {type: "string", default: "."},
-    chromium: {type: "string", default: kDefaultChromium},
-  },
+const args = testArgs("browser_stop.mjs", {
+  "stop-seconds": {type: "string", default: "6"},
+  out: {type: "string", default: "."},
 });
-if (!args.site || !args.server || !args["scenario-dir"] || !args.proto) {
-  console.error("usage: node test/browser_stop.mjs --site DIR --server CAROM_SERVER --scenario-dir DIR --proto DIR");
-  process.exit(2);
-}
-if (!fs.existsSync(args.chromium)) {
-  console.log(`SKIPPED: no chromium at ${args.chromium} (scripts/deps installs it)`);
-  process.exit(77);
-}
 
 const kToken = "web-stop-token";
 const kTickHz = 60;  // scenarios/gas.txtpb's
 const stopSeconds = Number(args["stop-seconds"]);
-const failures = [];
-const check = (ok, what) => {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures.push(what);
-};
+const {failures, check} = checker();
 
 // In the page: its HUD's tick is past `t` (the HUD refreshes once a second).
 const hudPast = (t) => {

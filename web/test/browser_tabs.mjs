@@ -10,41 +10,18 @@
 //   node test/browser_tabs.mjs --site DIR --server CAROM_SERVER --scenario-dir DIR --proto DIR [--tabs 50]
 // Exit 77 (ctest: skipped) when chromium is not installed.
 
-import fs from "node:fs";
 import path from "node:path";
-import {parseArgs} from "node:util";
 
-import {kDefaultChromium, launchBrowser, loadProtocol, openFds, openPage, sleep, startServer,
-        TcpClient} from "./support.mjs";
+import {checker, launchBrowser, loadProtocol, openFds, openPage, sleep, startServer,
+        TcpClient, testArgs} from "./support.mjs";
 
-const {values: args} = parseArgs({
-  options: {
-    site: {type: "string"},
-    server: {type: "string"},
-    "scenario-dir": {type: "string"},
-    proto: {type: "string"},
-    tabs: {type: "string", default: "50"},
-    chromium: {type: "string", default: kDefaultChromium},
-  },
-});
-if (!args.site || !args.server || !args["scenario-dir"] || !args.proto) {
-  console.error("usage: node test/browser_tabs.mjs --site DIR --server CAROM_SERVER --scenario-dir DIR --proto DIR");
-  process.exit(2);
-}
-if (!fs.existsSync(args.chromium)) {
-  console.log(`SKIPPED: no chromium at ${args.chromium} (scripts/deps installs it)`);
-  process.exit(77);
-}
+const args = testArgs("browser_tabs.mjs", {tabs: {type: "string", default: "50"}});
 
 const kToken = "web-tabs-token";
 const kWave = 10;
 const kTickHz = 60;  // scenarios/billiards.txtpb's
 const tabs = Number(args.tabs);
-const failures = [];
-const check = (ok, what) => {
-  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
-  if (!ok) failures.push(what);
-};
+const {failures, check} = checker();
 
 // GetStats until `done(stats)` (10 s at most); the last stats.
 async function statsUntil(ctl, done) {

@@ -9,11 +9,48 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import {parseArgs} from "node:util";
 
 import {makeProtocol} from "../src/protocol.js";
 import {loadDescriptor} from "../tools/descriptor.mjs";
 
 export const kDefaultChromium = process.env.CAROM_CHROMIUM || "/usr/bin/chromium";
+
+/// The robustness tests' command line: the options every one takes (site,
+/// server, scenario-dir, proto, chromium) plus `extra`; prints the usage and
+/// exits 2 when one is missing, and exits 77 (ctest's SKIP) without chromium.
+export function testArgs(name, extra) {
+  const {values: args} = parseArgs({
+    options: {
+      site: {type: "string"},
+      server: {type: "string"},
+      "scenario-dir": {type: "string"},
+      proto: {type: "string"},
+      chromium: {type: "string", default: kDefaultChromium},
+      ...extra,
+    },
+  });
+  if (!args.site || !args.server || !args["scenario-dir"] || !args.proto) {
+    console.error(`usage: node test/${name} --site DIR --server CAROM_SERVER --scenario-dir DIR --proto DIR`);
+    process.exit(2);
+  }
+  if (!fs.existsSync(args.chromium)) {
+    console.log(`SKIPPED: no chromium at ${args.chromium} (scripts/deps installs it)`);
+    process.exit(77);
+  }
+  return args;
+}
+
+/// The failures so far, and check(ok, what), which prints a line and keeps
+/// `what` when it failed.
+export function checker() {
+  const failures = [];
+  const check = (ok, what) => {
+    console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+    if (!ok) failures.push(what);
+  };
+  return {failures, check};
+}
 
 /// Sleeps `ms` milliseconds.
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
