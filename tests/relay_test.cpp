@@ -118,11 +118,15 @@ void collect_events(client::Connection& c, double seconds, Events* out) {
   }
 }
 
-client::Connection event_viewer(std::uint16_t port) {
+// A viewer that wants events: all of them, or those at `min_event_speed` or
+// more, at most `max_events` a snapshot (0: no cap).
+client::Connection event_viewer(std::uint16_t port, double min_event_speed = 0.0, std::uint32_t max_events = 0) {
   client::Connection c;
   v1::Hello hello;
   hello.set_role(v1::ROLE_VIEWER);
   hello.mutable_wishes()->set_events(true);
+  hello.mutable_wishes()->set_min_event_speed(min_event_speed);
+  hello.mutable_wishes()->set_max_events(max_events);
   EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
   return c;
 }
@@ -174,17 +178,6 @@ void collect_full_events(client::Connection& c, double seconds, FullEvents* out)
   }
 }
 
-client::Connection threshold_viewer(std::uint16_t port, double min_event_speed, std::uint32_t max_events) {
-  client::Connection c;
-  v1::Hello hello;
-  hello.set_role(v1::ROLE_VIEWER);
-  hello.mutable_wishes()->set_events(true);
-  hello.mutable_wishes()->set_min_event_speed(min_event_speed);
-  hello.mutable_wishes()->set_max_events(max_events);
-  EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
-  return c;
-}
-
 // The relay knows no masses: it asks upstream for the events of the lowest
 // threshold and the largest cap its viewers wish, each with the speed the
 // server computed, and gives each viewer what its own wishes let through.
@@ -197,10 +190,10 @@ TEST(Relay, EventThresholdsThroughARelayGiveWhatADirectViewerGets) {
   // lower one with a cap (the relay asks upstream for speed >= 0.1, no cap).
   constexpr double kHigh = 0.3, kLow = 0.1;
   constexpr std::uint32_t kCap = 4;
-  client::Connection relayed_high = threshold_viewer(r.port(), kHigh, 0);
-  client::Connection relayed_low = threshold_viewer(r.port(), kLow, kCap);
-  client::Connection direct_high = threshold_viewer(s.port(), kHigh, 0);
-  client::Connection direct_low = threshold_viewer(s.port(), kLow, kCap);
+  client::Connection relayed_high = event_viewer(r.port(), kHigh, 0);
+  client::Connection relayed_low = event_viewer(r.port(), kLow, kCap);
+  client::Connection direct_high = event_viewer(s.port(), kHigh, 0);
+  client::Connection direct_low = event_viewer(s.port(), kLow, kCap);
   // The relay reconnects upstream for each new need (within 0.1 s); what
   // came before that is not compared.
   FullEvents drained;
