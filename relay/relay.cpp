@@ -61,23 +61,35 @@ constexpr std::chrono::seconds kHeartbeatPeriod{1};
 // server sends snapshots, a paused one a heartbeat a second).
 constexpr std::chrono::seconds kUpstreamSilence{10};
 // Events are asked for upstream while some viewer here wants them, and
-// dropped (or asked for with a higher threshold or a smaller cap) this long
-// after the last viewer that needed them so left (each change is a
-// reconnection).
+// dropped (or asked for with a higher threshold, a smaller cap or a coarser
+// quantum) this long after the last viewer that needed them so left (each
+// change is a reconnection).
 constexpr std::chrono::seconds kEventsLinger{10};
 // How often the upstream thread looks at what the viewers want.
 constexpr std::chrono::milliseconds kWishesPeriod{100};
 
 std::string address_name(const client::Address& a) { return a.host + ":" + std::to_string(a.port); }
 
-// The events asked for upstream: whether any, the lowest threshold and the
-// largest cap (0: none) that the viewers here wish.
+// What is asked for upstream: the events (whether any, the lowest threshold
+// and the largest cap, 0: none, that the viewers here wish) and the compact
+// stream's quanta (the finest any viewer here wishes; 0: the server's
+// default). The quanta matter for exactness: the relay re-quantizes what it
+// decoded for each viewer, which gives the server's own integers only for a
+// viewer whose quantum is the upstream's (rounding twice can land one
+// quantum off), so a relay whose viewers all ask for one quantum asks the
+// upstream for it.
 struct EventNeed {
   bool events = false;
   double min_event_speed = 0.0;
   std::uint32_t max_events = 0;
+  double position_quantum = 0.0;
+  double velocity_quantum = 0.0;
   bool operator==(const EventNeed&) const = default;
 };
+
+// A quantum `held` serves `want` (0: no viewer cares) when it is as fine.
+bool covers_quantum(double held, double want) { return want == 0.0 || (held > 0.0 && held <= want); }
+double finest(double a, double b) { return a == 0.0 ? b : b == 0.0 ? a : std::min(a, b); }
 
 // Whether the events a stream of `held` carries include every event that a
 // viewer whose wishes `want` covers gets from the server. The server keeps
@@ -88,6 +100,9 @@ struct EventNeed {
 // upstream keeps them in their order, the relay's own selection (the same
 // code, with the speeds the upstream sends) picks exactly those k.
 bool covers(const EventNeed& held, const EventNeed& want) {
+  if (!covers_quantum(held.position_quantum, want.position_quantum) ||
+      !covers_quantum(held.velocity_quantum, want.velocity_quantum))
+    return false;
   if (!want.events) return true;
   return held.events && held.min_event_speed <= want.min_event_speed &&
          (held.max_events == 0 || (want.max_events != 0 && held.max_events >= want.max_events));
@@ -95,10 +110,14 @@ bool covers(const EventNeed& held, const EventNeed& want) {
 
 // The least that covers both.
 EventNeed loosest(const EventNeed& a, const EventNeed& b) {
-  if (!a.events) return b;
-  if (!b.events) return a;
-  return {true, std::min(a.min_event_speed, b.min_event_speed),
-          a.max_events == 0 || b.max_events == 0 ? 0 : std::max(a.max_events, b.max_events)};
+  EventNeed out = !a.events ? b : !b.events ? a
+                                            : EventNeed{true, std::min(a.min_event_speed, b.min_event_speed),
+                                                        a.max_events == 0 || b.max_events == 0
+                                                            ? 0
+                                                            : std::max(a.max_events, b.max_events)};
+  out.position_quantum = finest(a.position_quantum, b.position_quantum);
+  out.velocity_quantum = finest(a.velocity_quantum, b.velocity_quantum);
+  return out;
 }
 
 // The decoded value back on the quantum grid, in double: a float of
@@ -205,6 +224,8 @@ bool Relay::Impl::connect_upstream() {
   upstream_need = need;
   v1::SnapshotWishes& wishes = *hello.mutable_wishes();
   wishes.set_velocities(true);
+  wishes.set_position_quantum(need.position_quantum);
+  wishes.set_velocity_quantum(need.velocity_quantum);
   wishes.set_events(need.events);
   if (need.events) {
     wishes.set_min_event_speed(need.min_event_speed);
@@ -300,7 +321,8 @@ void Relay::Impl::run_upstream() {
     // A connection's wishes are fixed by its Hello: a new one, at once, once
     // no command waits for its result on this one.
     if (forwarded.empty() && events_mismatch()) {
-      spdlog::info("upstream {}: reconnecting {}", address_name(options.upstream),
+      spdlog::info("upstream {}: reconnecting with quanta {} m, {} m/s (0: the default), {}",
+                   address_name(options.upstream), need.position_quantum, need.velocity_quantum,
                    !need.events ? std::string("without events")
                                 : fmt::format("with events of speed >= {} m/s, at most {} a snapshot (0: all)",
                                               need.min_event_speed, need.max_events));
@@ -326,8 +348,15 @@ EventNeed Relay::Impl::viewers_need() const {
   EventNeed want;
   // A variant served without a key has no threshold and no cap.
   if ((unkeyed & server::kEventVariants) != 0) want = {true, 0.0, 0};
-  for (const auto& [variant, key] : keyed)
-    if ((variant & server::kVariantEvents) != 0) want = loosest(want, {true, key.min_event_speed, key.max_events});
+  for (const auto& [variant, key] : keyed) {
+    EventNeed one;
+    if ((variant & server::kVariantEvents) != 0) one = {true, key.min_event_speed, key.max_events};
+    if ((variant & server::kVariantCompact) != 0) {
+      one.position_quantum = key.compact.position_quantum;
+      if (key.compact.velocities) one.velocity_quantum = key.compact.velocity_quantum;
+    }
+    want = loosest(want, one);
+  }
   return want;
 }
 
