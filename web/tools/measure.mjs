@@ -38,11 +38,18 @@ const {values: args} = parseArgs({
     renderer: {type: "string", default: "auto"},
     site: {type: "string", default: path.join(web, "../build/release/web")},
     chromium: {type: "string", default: kDefaultChromium},
+    help: {type: "boolean", short: "h"},
   },
 });
+const kUsage = "usage: node tools/measure.mjs --server CAROM_SERVER [--bodies N | --scenario FILE] [--threads T]\n" +
+               "       node tools/measure.mjs --url URL\n" +
+               "       common: [--seconds S] [--warmup S] [--renderer auto|webgl|software] [--site DIR] [--chromium PATH]";
+if (args.help) {
+  console.log(kUsage);
+  process.exit(0);
+}
 if (!args.server === !args.url) {
-  console.error("usage: node tools/measure.mjs --server CAROM_SERVER [--bodies N | --scenario FILE] | --url URL " +
-                "[--seconds S] [--warmup S] [--renderer auto|webgl|software]");
+  console.error(kUsage);
   process.exit(2);
 }
 
