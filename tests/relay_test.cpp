@@ -48,11 +48,13 @@ Process relay(const std::string& upstream, std::vector<std::string> args = {}) {
   return Process(CAROM_RELAY_BIN, std::move(args));
 }
 
-client::Connection viewer(std::uint16_t port) {
+// A viewer, asking for positions to `position_quantum` (0: the default).
+client::Connection viewer(std::uint16_t port, double position_quantum = 0.0) {
   client::Connection c;
   v1::Hello hello;
   hello.set_role(v1::ROLE_VIEWER);
   hello.set_client_name("relay_test");
+  hello.mutable_wishes()->set_position_quantum(position_quantum);
   EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
   return c;
 }
@@ -223,23 +225,6 @@ TEST(Relay, EventThresholdsThroughARelayGiveWhatADirectViewerGets) {
   EXPECT_GT(differ, 0) << "the two wishes never gave different events";
 }
 
-// Each snapshot's decoded ids and positions, by tick.
-using Positions = std::map<std::uint64_t, std::vector<std::tuple<std::uint32_t, float, float>>>;
-
-void collect_positions(client::Connection& c, double seconds, Positions* out) {
-  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  v1::ServerMessage m;
-  while (Clock::now() < end) {
-    ASSERT_TRUE(c.receive(&m, 5.0)) << c.error();
-    if (!m.has_snapshot()) continue;
-    const v1::Snapshot& snap = m.snapshot();
-    auto& list = (*out)[snap.tick()];
-    list.clear();
-    for (int i = 0; i < snap.id_size() && i < snap.x_size() && i < snap.y_size(); ++i)
-      list.emplace_back(snap.id(i), snap.x(i), snap.y(i));
-  }
-}
-
 // A relay re-quantizes what it decoded for each viewer: exact for a viewer
 // whose quantum is the upstream's, so a relay whose viewers all ask for 4 mm
 // asks the upstream for 4 mm, and they get the server's own 4 mm integers
@@ -249,31 +234,24 @@ TEST(Relay, ViewersAtACoarserQuantumGetTheServersOwnRounding) {
   ASSERT_NE(s.port(), 0) << s.log();
   Process r = relay(s.address());
   ASSERT_NE(r.port(), 0) << r.log();
-  auto coarse_viewer = [](std::uint16_t port) {
-    client::Connection c;
-    v1::Hello hello;
-    hello.set_role(v1::ROLE_VIEWER);
-    hello.mutable_wishes()->set_position_quantum(0.004);
-    EXPECT_TRUE(c.connect({"127.0.0.1", port}, hello)) << c.error();
-    return c;
-  };
-  client::Connection relayed = coarse_viewer(r.port());
-  client::Connection direct = coarse_viewer(s.port());
-  Positions drained;
+  client::Connection relayed = viewer(r.port(), 0.004);
+  client::Connection direct = viewer(s.port(), 0.004);
+  std::map<std::uint64_t, Seen> drained;
   for (int round = 0; round < 10; ++round)
-    for (client::Connection* c : {&relayed, &direct}) collect_positions(*c, 0.03, &drained);
-  Positions a, b;
+    for (client::Connection* c : {&relayed, &direct}) collect(*c, 0.03, &drained);
+  std::map<std::uint64_t, Seen> a, b;
   for (int round = 0; round < 20; ++round) {
-    collect_positions(direct, 0.03, &a);
-    collect_positions(relayed, 0.03, &b);
+    collect(direct, 0.03, &a);
+    collect(relayed, 0.03, &b);
   }
   int common = 0;
-  for (const auto& [tick, list] : b) {
+  for (const auto& [tick, seen] : b) {
     const auto it = a.find(tick);
     if (it == a.end()) continue;
     ++common;
-    ASSERT_FALSE(list.empty());
-    EXPECT_EQ(list, it->second) << "tick " << tick;
+    ASSERT_FALSE(seen.x.empty());
+    EXPECT_EQ(seen.x, it->second.x) << "tick " << tick;
+    EXPECT_EQ(seen.y, it->second.y) << "tick " << tick;
   }
   EXPECT_GT(common, 20) << r.log();
   EXPECT_NE(r.log().find("quanta 0.004 m"), std::string::npos) << r.log();
