@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/commands.hpp"
 #include "support/process.hpp"
 
 #include "carom/client/connection.hpp"
@@ -53,15 +54,7 @@ v1::Command spawn_grid(std::uint32_t columns, std::uint32_t rows, double vx = 1.
   return c;
 }
 
-// A spawn command for one body at rest.
-v1::Command spawn_body(double x, double y, double radius) {
-  v1::Command c;
-  v1::Body& b = *c.mutable_spawn()->add_bodies();
-  b.mutable_position()->set_x(x);
-  b.mutable_position()->set_y(y);
-  b.set_radius(radius);
-  return c;
-}
+using test::spawn_body;
 
 class ServerTest : public ::testing::Test {
  protected:

@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/commands.hpp"
 #include "support/process.hpp"
 #include <spdlog/spdlog.h>
 
@@ -183,14 +184,7 @@ unsigned upgrade_status(std::uint16_t port, const std::string& origin, const std
   return parser.get().result_int();
 }
 
-v1::Command spawn_body(double x, double y, double radius) {
-  v1::Command c;
-  v1::Body& b = *c.mutable_spawn()->add_bodies();
-  b.mutable_position()->set_x(x);
-  b.mutable_position()->set_y(y);
-  b.set_radius(radius);
-  return c;
-}
+using test::spawn_body;
 
 v1::Command get_stats() {
   v1::Command c;
