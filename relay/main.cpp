@@ -3,16 +3,12 @@
 // viewer and exits cleanly.
 
 #include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "program.hpp"
 #include "relay.hpp"
 
 int main(int argc, char** argv) {
@@ -56,17 +52,8 @@ int main(int argc, char** argv) {
                             : "this relay forwards no control: it was started without --upstream-token";
   }
 
-  auto logger = spdlog::stderr_color_mt("carom-relay");
-  spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-
-  std::signal(SIGPIPE, SIG_IGN);
-  boost::asio::io_context signal_io;
-  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);
-  int signal = 0;
-  signals.async_wait([&](const boost::system::error_code& e, int number) {
-    if (!e) signal = number;
-  });
+  carom::server::use_stderr_logger("carom-relay");
+  carom::server::StopSignals stop;  // before the relay starts: see program.hpp
 
   carom::relay::Relay relay(r);
   if (carom::Status s = relay.start(); !s.ok()) {
@@ -75,13 +62,9 @@ int main(int argc, char** argv) {
   }
   spdlog::info("carom-relay {} listening on {}:{}, upstream {}:{} (control: {})", CAROM_VERSION, o.bind, relay.port(),
                r.upstream.host, r.upstream.port, o.control_refused.empty() ? "forwarded, token required" : "refused");
-  if (!port_file.empty()) {
-    const std::string tmp = port_file + ".tmp";
-    std::ofstream(tmp) << relay.port() << "\n";
-    std::filesystem::rename(tmp, port_file);
-  }
-  signal_io.run();
-  spdlog::info("{}: shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  carom::server::write_port_file(port_file, relay.port());
+  const int signal = stop.wait();
+  spdlog::info("{}: shutting down", carom::server::StopSignals::name(signal));
   relay.stop(signal == SIGINT ? "relay interrupted (SIGINT)" : "relay terminated (SIGTERM)");
   spdlog::info("bye");
   return 0;

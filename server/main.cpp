@@ -3,16 +3,14 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "carom/params.hpp"
+#include "program.hpp"
 #include "server.hpp"
 #include "sim_state.hpp"
 
@@ -75,24 +73,8 @@ int main(int argc, char** argv) {
     o.scenario_dir = std::filesystem::path(o.scenario).parent_path().string();
   }
 
-  auto logger = spdlog::stderr_color_mt("carom-server");
-  spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-
-  // main stops on an Asio signal_set (shared/design.md), registered before
-  // the server starts so that a signal during start-up is not lost. Unlike
-  // the notes (and Beast's example), main's io_context serves only the
-  // signals and runs on this thread, which does nothing else: the network's
-  // io_context and threads are the Server's, because the integration tests
-  // and carom-bench run a Server without this main, and because stop() must
-  // order them after the tick, the last snapshot and the Goodbyes.
-  std::signal(SIGPIPE, SIG_IGN);
-  boost::asio::io_context signal_io;
-  boost::asio::signal_set signals(signal_io, SIGINT, SIGTERM);
-  int signal = 0;
-  signals.async_wait([&](const boost::system::error_code& error, int number) {
-    if (!error) signal = number;
-  });
+  carom::server::use_stderr_logger("carom-server");
+  carom::server::StopSignals stop;  // before the server starts: see program.hpp
 
   carom::server::Server server(o);
   if (carom::Status s = server.start(); !s.ok()) {
@@ -110,14 +92,10 @@ int main(int argc, char** argv) {
                  o.bind.find(':') != std::string::npos ? "[" + o.bind + "]" : o.bind, server.http_port(),
                  o.web_root.empty() ? std::string("none, --web-root") : o.web_root);
   }
-  for (const auto& [file, port] : {std::pair{port_file, server.port()}, std::pair{http_port_file, server.http_port()}}) {
-    if (file.empty()) continue;
-    const std::string tmp = file + ".tmp";
-    std::ofstream(tmp) << port << "\n";
-    std::filesystem::rename(tmp, file);
-  }
-  signal_io.run();  // until SIGINT or SIGTERM
-  spdlog::info("{}: shutting down", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  carom::server::write_port_file(port_file, server.port());
+  carom::server::write_port_file(http_port_file, server.http_port());
+  const int signal = stop.wait();
+  spdlog::info("{}: shutting down", carom::server::StopSignals::name(signal));
   server.stop(signal == SIGINT ? "server interrupted (SIGINT)" : "server terminated (SIGTERM)");
   spdlog::info("bye");
   return 0;
