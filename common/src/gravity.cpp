@@ -628,13 +628,18 @@ void tree(const BodyStore& b, const MutualGravity& g, GravityScratch& t, std::ve
         }
         for (std::uint32_t c = node.children; c-- > 0;) stack[top++] = node.child + c;
       }
-      gx.assign(t.sx.begin() + first, t.sx.begin() + last);
-      gy.assign(t.sy.begin() + first, t.sy.begin() + last);
-      sx.assign(count, 0.0);
-      sy.assign(count, 0.0);
-      sp.assign(count, 0.0);
-      closest.assign(count, 0.0);
+      // sum_single writes every lane when it succeeds; the double sums that
+      // stand in for it start from zero.
+      sx.resize(count);
+      sy.resize(count);
+      sp.resize(count);
       if (!single || !sum_single(t, far, near, first, count, {xmin, ymin, xmax, ymax}, eps2, single_scratch, sx, sy, sp)) {
+        gx.assign(t.sx.begin() + first, t.sx.begin() + last);
+        gy.assign(t.sy.begin() + first, t.sy.begin() + last);
+        sx.assign(count, 0.0);
+        sy.assign(count, 0.0);
+        sp.assign(count, 0.0);
+        closest.assign(count, 0.0);
         for (const std::uint32_t k : far) sum_node(gx.data(), gy.data(), count, expansion(nodes[k]), eps2, sx.data(), sy.data(), sp.data());
         for (const std::uint32_t q : near) {
           const std::uint32_t self = q >= first && q < last ? q - first : kNoSelf;
