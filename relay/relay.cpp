@@ -78,13 +78,13 @@ std::string address_name(const client::Address& a) { return a.host + ":" + std::
 // viewer whose quantum is the upstream's (rounding twice can land one
 // quantum off), so a relay whose viewers all ask for one quantum asks the
 // upstream for it.
-struct EventNeed {
+struct UpstreamNeed {
   bool events = false;
   double min_event_speed = 0.0;
   std::uint32_t max_events = 0;
   double position_quantum = 0.0;
   double velocity_quantum = 0.0;
-  bool operator==(const EventNeed&) const = default;
+  bool operator==(const UpstreamNeed&) const = default;
 };
 
 // A quantum `held` serves `want` (0: no viewer cares) when it is as fine.
@@ -99,7 +99,7 @@ double finest(double a, double b) { return a == 0.0 ? b : b == 0.0 ? a : std::mi
 // them are among the hardest k_held of those >= t_held; and since the
 // upstream keeps them in their order, the relay's own selection (the same
 // code, with the speeds the upstream sends) picks exactly those k.
-bool covers(const EventNeed& held, const EventNeed& want) {
+bool covers(const UpstreamNeed& held, const UpstreamNeed& want) {
   if (!covers_quantum(held.position_quantum, want.position_quantum) ||
       !covers_quantum(held.velocity_quantum, want.velocity_quantum))
     return false;
@@ -109,9 +109,9 @@ bool covers(const EventNeed& held, const EventNeed& want) {
 }
 
 // The least that covers both.
-EventNeed loosest(const EventNeed& a, const EventNeed& b) {
-  EventNeed out = !a.events ? b : !b.events ? a
-                                            : EventNeed{true, std::min(a.min_event_speed, b.min_event_speed),
+UpstreamNeed loosest(const UpstreamNeed& a, const UpstreamNeed& b) {
+  UpstreamNeed out = !a.events ? b : !b.events ? a
+                                            : UpstreamNeed{true, std::min(a.min_event_speed, b.min_event_speed),
                                                         a.max_events == 0 || b.max_events == 0
                                                             ? 0
                                                             : std::max(a.max_events, b.max_events)};
@@ -170,8 +170,8 @@ struct Relay::Impl {
   bool have_capture = false;
   server::PublicState public_state;
   Clock::time_point last_heard{}, last_stream{};
-  EventNeed upstream_need;  // the current connection's events wishes
-  EventNeed need;           // what the viewers need, lingering (update_need)
+  UpstreamNeed upstream_need;  // the current connection's events wishes
+  UpstreamNeed need;           // what the viewers need, lingering (update_need)
   Clock::time_point tighter_since{}, wishes_checked_at{};
 
   Status listen();
@@ -184,9 +184,9 @@ struct Relay::Impl {
   void forward_commands();
   void heartbeat();
   void serve_while_away();  // commands, joins and heartbeats while the upstream is away
-  EventNeed viewers_need() const;  // what the viewers here wish now
+  UpstreamNeed viewers_need() const;  // what the viewers here wish now
   void update_need();  // need: at once when the viewers need more, after kEventsLinger when less
-  bool events_mismatch();  // need differs from the connection's wishes (checked every kWishesPeriod)
+  bool wishes_mismatch();  // need differs from the connection's wishes (checked every kWishesPeriod)
   void sleep_for(double seconds);
 };
 
@@ -217,7 +217,7 @@ bool Relay::Impl::connect_upstream() {
   hello.set_client_name("carom-relay");
   // Velocities always: a viewer that asks for them must never get zeros
   // while the connection changes. Events, the bulk of a busy world's bytes,
-  // only while some viewer here wants them (events_mismatch), at the lowest
+  // only while some viewer here wants them (wishes_mismatch), at the lowest
   // threshold and the largest cap any of them wishes, each with its speed so
   // that the encoder here applies each viewer's own.
   update_need();
@@ -320,7 +320,7 @@ void Relay::Impl::run_upstream() {
     forward_commands();
     // A connection's wishes are fixed by its Hello: a new one, at once, once
     // no command waits for its result on this one.
-    if (forwarded.empty() && events_mismatch()) {
+    if (forwarded.empty() && wishes_mismatch()) {
       spdlog::info("upstream {}: reconnecting with quanta {} m, {} m/s (0: the default), {}",
                    address_name(options.upstream), need.position_quantum, need.velocity_quantum,
                    !need.events ? std::string("without events")
@@ -342,14 +342,14 @@ void Relay::Impl::serve_while_away() {
   if (Clock::now() - last_stream >= kHeartbeatPeriod) heartbeat();
 }
 
-EventNeed Relay::Impl::viewers_need() const {
+UpstreamNeed Relay::Impl::viewers_need() const {
   unsigned unkeyed = 0;
   const auto keyed = hub.needed_keyed(&unkeyed);
-  EventNeed want;
+  UpstreamNeed want;
   // A variant served without a key has no threshold and no cap.
   if ((unkeyed & server::kEventVariants) != 0) want = {true, 0.0, 0};
   for (const auto& [variant, key] : keyed) {
-    EventNeed one;
+    UpstreamNeed one;
     if ((variant & server::kVariantEvents) != 0) one = {true, key.min_event_speed, key.max_events};
     if ((variant & server::kVariantCompact) != 0) {
       one.position_quantum = key.compact.position_quantum;
@@ -362,7 +362,7 @@ EventNeed Relay::Impl::viewers_need() const {
 
 void Relay::Impl::update_need() {
   const auto now = Clock::now();
-  const EventNeed want = viewers_need();
+  const UpstreamNeed want = viewers_need();
   if (!covers(need, want)) {
     need = loosest(need, want);
     tighter_since = {};
@@ -376,7 +376,7 @@ void Relay::Impl::update_need() {
   }
 }
 
-bool Relay::Impl::events_mismatch() {
+bool Relay::Impl::wishes_mismatch() {
   const auto now = Clock::now();
   if (now - wishes_checked_at < kWishesPeriod) return false;
   wishes_checked_at = now;
