@@ -201,6 +201,7 @@ void save_world(const World& world, double tick_hz, v1::SavedWorld* out) {
   // one with its zero anchors, and writing it made a saved, loaded and saved
   // again world differ from the first save.
   if (!solver.anchor_x.empty()) s->set_skin(solver.skin);
+  s->mutable_anchor_skin()->Assign(solver.anchor_skin.begin(), solver.anchor_skin.end());
   out->set_state_hash(world.state_hash());
 }
 
@@ -264,6 +265,7 @@ Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double
   state.anchor_x.assign(solver.anchor_x().begin(), solver.anchor_x().end());
   state.anchor_y.assign(solver.anchor_y().begin(), solver.anchor_y().end());
   state.skin = solver.skin();
+  state.anchor_skin.assign(solver.anchor_skin().begin(), solver.anchor_skin().end());
   if (Status st = world.restore_solver_state(state); !st.ok()) return saved_solver_status(st);
 
   if (saved.state_hash() != 0 && world.state_hash() != saved.state_hash()) {

@@ -341,5 +341,96 @@ TEST(Colouring, AHubOverflowsIntoTheLastColour) {
   EXPECT_EQ(col.begin[detail::kColours] - col.begin[detail::kColours - 1], 99u - 63u);
 }
 
+// Skins per body (PairAnchors): bodies that carried load get a skin for their
+// own speed, the rest the fastest body's. The list must still hold every pair
+// that comes within the speculative distance until needs_rebuild says so, and
+// say so once any body has moved half its own skin.
+TEST(PairAnchors, SkinsPerBodyKeepEveryPairThatComesWithinReach) {
+  Rng rng(11);
+  detail::BodyStore b;
+  const std::size_t n = 1500;
+  const double dt = 1.0 / 60.0, side = 40.0;
+  std::vector<std::uint8_t> held(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    b.id.push_back(static_cast<BodyId>(i + 1));
+    b.x.push_back(rng.uniform(0.0, side));
+    b.y.push_back(rng.uniform(0.0, side));
+    b.r.push_back(rng.uniform(0.2, 0.4));
+    b.m.push_back(1.0);
+    // Two thirds resting (slow, held), a third falling fast.
+    held[i] = i % 3 != 0;
+    const double speed = held[i] ? rng.uniform(0.0, 2.0) : rng.uniform(5.0, 20.0);
+    const double angle = rng.uniform(0.0, 6.283185307179586);
+    b.vx.push_back(speed * std::cos(angle));
+    b.vy.push_back(speed * std::sin(angle));
+  }
+  detail::PairAnchors anchors;
+  anchors.begin_step(n);
+  detail::BodyRange range = anchors.anchor(b, dt, held);
+  const double rmin = range.rmin, speculative = 0.1 * rmin;
+  ASSERT_EQ(anchors.body_skin().size(), n) << "held bodies slower than the fastest get their own skins";
+  std::size_t smaller = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double s = anchors.body_skin()[i];
+    EXPECT_LE(s, static_cast<double>(static_cast<float>(anchors.skin())));
+    if (held[i]) {
+      EXPECT_GE(s, static_cast<double>(static_cast<float>(rmin)) * (1.0 - 1e-7));
+    }
+    smaller += s < static_cast<float>(anchors.skin()) ? 1 : 0;
+  }
+  EXPECT_GT(smaller, n / 2);
+  const detail::BodyRange radius_range = range;
+  std::vector<double> scratch;
+  const std::span<const double> extents = anchors.extents(b.r, scratch, range);
+  detail::BroadPhase bp;
+  detail::PairBlocks list;
+  detail::find_pairs(anchors.x(), anchors.y(), extents, anchors.margin(speculative), range, bp, list);
+  std::set<std::pair<std::uint32_t, std::uint32_t>> in_list;
+  for (const Pair p : list.flatten()) in_list.insert({p.a, p.b});
+  // With one skin for all (the fastest body's) the list is much longer.
+  {
+    detail::PairBlocks uniform;
+    detail::BroadPhase bp2;
+    detail::find_pairs(anchors.x(), anchors.y(), b.r, 0.5 * (anchors.skin() + speculative), radius_range, bp2,
+                       uniform);
+    EXPECT_LT(list.count * 2, uniform.count);
+  }
+
+  const auto moved = [&](const detail::BodyStore& now) {
+    double m = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double dx = now.x[i] - anchors.x()[i], dy = now.y[i] - anchors.y()[i];
+      m = std::max(m, (dx * dx + dy * dy) * anchors.reach_scale()[i]);
+    }
+    return m;
+  };
+  // Each body moved as far as its own skin allows without a rebuild, in a
+  // random direction: every pair within the speculative distance is listed.
+  for (int trial = 0; trial < 20; ++trial) {
+    detail::BodyStore now = b;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double reach = 0.5 * anchors.body_skin()[i] * 0.98 * rng.uniform(0.5, 1.0);
+      const double angle = rng.uniform(0.0, 6.283185307179586);
+      now.x[i] += reach * std::cos(angle);
+      now.y[i] += reach * std::sin(angle);
+    }
+    ASSERT_FALSE(anchors.needs_rebuild(moved(now))) << "trial " << trial;
+    for (const Pair p : detail::find_pairs_brute_force(now.x, now.y, now.r, 0.5 * speculative))
+      ASSERT_TRUE(in_list.count({p.a, p.b})) << "trial " << trial << ": pair " << p.a << "-" << p.b
+                                             << " within reach is missing";
+  }
+  // A held body that moves just past half its own skin asks for a rebuild,
+  // though that is far below the common skin.
+  for (std::size_t i = 1; i < n; i += 3) {
+    ASSERT_TRUE(held[i]);
+    if (anchors.body_skin()[i] >= static_cast<float>(anchors.skin())) continue;
+    detail::BodyStore now = b;
+    now.x[i] = anchors.x()[i] + 0.5 * anchors.body_skin()[i] * 1.001;
+    now.y[i] = anchors.y()[i];
+    EXPECT_TRUE(anchors.needs_rebuild(moved(now))) << "body " << i;
+    break;
+  }
+}
+
 }  // namespace
 }  // namespace carom

@@ -295,7 +295,27 @@ bool same(const SolverState& l, const SolverState& r) {
     if (l.walls[k].id != r.walls[k].id || l.walls[k].bits != r.walls[k].bits ||
         std::memcmp(&l.walls[k].value, &r.walls[k].value, sizeof(double)) != 0)
       return false;
-  return l.anchor_x == r.anchor_x && l.anchor_y == r.anchor_y && std::memcmp(&l.skin, &r.skin, sizeof(double)) == 0;
+  return l.anchor_x == r.anchor_x && l.anchor_y == r.anchor_y && std::memcmp(&l.skin, &r.skin, sizeof(double)) == 0 &&
+         l.anchor_skin == r.anchor_skin;
+}
+
+// The small pile with a row of bodies falling fast onto it: the fastest body
+// sets the common skin, the resting ones carry load and get skins of their
+// own (PairAnchors), so the state has skins per body.
+PileWorlds make_landing_pile() {
+  PileWorlds p = make_small_pile(Solver::kDiscrete);
+  const double top = p.params.bounds.max.y;
+  p.params.bounds.max.y = top + 14.0;
+  test::Rng rng(5);
+  for (std::uint32_t k = 0; k < 40; ++k) {
+    BodyDesc d;
+    d.id = static_cast<BodyId>(p.bodies.size() + 1);
+    d.radius = 0.5;
+    d.position = {1.0 + 0.8 * k, top + 4.0 + 1.5 * (k % 5)};
+    d.velocity = {rng.uniform(-1.0, 1.0), -20.0};
+    p.bodies.push_back(d);
+  }
+  return p;
 }
 
 TEST(SolverState, RestoredWorldContinuesIdentically) {
@@ -333,6 +353,86 @@ TEST(SolverState, RestoredWorldContinuesIdentically) {
     }
     EXPECT_TRUE(same(b.solver_state(), a.solver_state()));
   }
+}
+
+TEST(SolverState, SkinsPerBodyTravelWithTheStateAndDecideTheList) {
+  const PileWorlds pile = make_landing_pile();
+  World a(kRestoreConfig, pile.params);
+  ASSERT_TRUE(a.add_bodies(pile.bodies).ok());
+  // Let the pile settle under the falling row until a list is built with
+  // skins per body for a good part of them.
+  SolverState saved;
+  const auto below = [](const SolverState& st) {
+    std::size_t count = 0;
+    for (const float s : st.anchor_skin) count += s < static_cast<float>(st.skin) ? 1 : 0;
+    return count;
+  };
+  for (int s = 0; s < 40 && below(saved) <= a.size() / 4; ++s) {
+    a.step();
+    saved = a.solver_state();
+  }
+  ASSERT_EQ(saved.anchor_skin.size(), a.size()) << "resting bodies under fast ones get skins of their own";
+  EXPECT_GT(below(saved), a.size() / 4);
+  for (const float s : saved.anchor_skin) {
+    EXPECT_GT(s, 0.0f);
+    EXPECT_LE(s, static_cast<float>(saved.skin));
+  }
+
+  // 1 and 8 threads and a restored copy: the same bits after every step.
+  World b = rebuild(a, &saved);
+  World one({.max_bodies = 1u << 16, .threads = 1}, pile.params);
+  World eight({.max_bodies = 1u << 16, .threads = 8}, pile.params);
+  for (World* w : {&one, &eight}) {
+    ASSERT_TRUE(w->add_bodies(pile.bodies).ok());
+    for (std::uint64_t s = 0; s < a.stats().step; ++s) w->step();
+    ASSERT_EQ(w->state_hash(), a.state_hash());
+  }
+  // Without the skins the restored list is the common skin's: same contacts,
+  // other colours, other bits.
+  SolverState no_skins = saved;
+  no_skins.anchor_skin.clear();
+  World c = rebuild(a, &no_skins);
+  bool diverged = false;
+  for (int s = 0; s < 150; ++s) {
+    a.step();
+    b.step();
+    one.step();
+    eight.step();
+    c.step();
+    ASSERT_EQ(b.state_hash(), a.state_hash()) << "restored, step " << s;
+    ASSERT_EQ(one.state_hash(), a.state_hash()) << "1 thread, step " << s;
+    ASSERT_EQ(eight.state_hash(), a.state_hash()) << "8 threads, step " << s;
+    diverged |= c.state_hash() != a.state_hash();
+  }
+  EXPECT_TRUE(same(b.solver_state(), a.solver_state()));
+  EXPECT_TRUE(diverged);
+
+  // Bad skins are refused by name and change nothing.
+  const std::uint64_t hash = a.state_hash();
+  const SolverState good = a.solver_state();
+  auto refused = [&](const SolverState& bad, const std::string& field) {
+    const Status st = a.restore_solver_state(bad);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << field << ": " << st.message();
+    EXPECT_EQ(st.field(), field) << st.message();
+    EXPECT_EQ(a.state_hash(), hash);
+    EXPECT_TRUE(same(a.solver_state(), good)) << field;
+  };
+  SolverState bad = saved;
+  bad.anchor_skin.pop_back();
+  refused(bad, "solver.anchor_skin");
+  bad = saved;
+  bad.anchor_skin[7] = std::numeric_limits<float>::quiet_NaN();
+  refused(bad, "solver.anchor_skin[7]");
+  bad = saved;
+  bad.anchor_skin[3] = 0.0f;
+  refused(bad, "solver.anchor_skin[3]");
+  bad = saved;
+  bad.anchor_skin[9] = static_cast<float>(saved.skin) * 2.0f;
+  refused(bad, "solver.anchor_skin[9]");
+  bad = saved;
+  bad.anchor_x.clear();
+  bad.anchor_y.clear();
+  refused(bad, "solver.anchor_skin");
 }
 
 TEST(SolverState, PileDivergesWithoutWarmStartsOrWallTouches) {

@@ -455,6 +455,8 @@ TEST(SimState, SaveLoadContinuesBitIdentically) {
     if (std::string(solver) == "SOLVER_DISCRETE") {
       EXPECT_GT(saved.solver().warm_a_size(), 50) << "a pile should carry warm starts";
       EXPECT_GT(saved.solver().wall_id_size(), 10) << "a pile should press on the walls";
+      EXPECT_EQ(saved.solver().anchor_skin_size(), saved.id_size())
+          << "bodies resting under falling ones have skins of their own, which the save carries";
     }
     // Through bytes, as a file or the wire would carry it.
     v1::SavedWorld reread;
@@ -785,6 +787,7 @@ TEST(SimState, LoadWithoutSolverStateWouldDiverge) {
   saved.mutable_solver()->clear_anchor_x();
   saved.mutable_solver()->clear_anchor_y();
   saved.mutable_solver()->clear_skin();
+  saved.mutable_solver()->clear_anchor_skin();
   SimState b(options());
   ASSERT_TRUE(b.load_saved(saved).ok());
   ASSERT_EQ(b.world().state_hash(), a.world().state_hash());

@@ -390,31 +390,65 @@ void PairAnchors::begin_step(std::size_t n) {
     x_ = restored_->x;
     y_ = restored_->y;
     skin_ = restored_->skin;
+    body_skin_ = restored_->body_skin;
     double xmax = 0.0;
     for (std::size_t i = 0; i < x_.size(); ++i)
       xmax = std::max({xmax, std::abs(static_cast<double>(x_[i])), std::abs(static_cast<double>(y_[i]))});
     error_ = x_.empty() ? 0.0 : anchor_error(xmax);
+    per_body_limits();
   }
   if (x_.size() != n) {
     // Bodies were added or removed: the list is rebuilt anyway, which
     // refills the anchors; until then only their size matters.
     x_.resize(n);
     y_.resize(n);
+    body_skin_.clear();
+    scale_.clear();
     stale_ = true;
   }
 }
 
-bool PairAnchors::needs_rebuild(double d2) {
-  const double half_skin = 0.5 * skin_ * 0.99;
-  const bool far = moved_at_most(d2, error_) > half_skin * half_skin;
+bool PairAnchors::needs_rebuild(double moved) {
+  bool far = false;
+  if (scale_.empty()) {
+    const double half_skin = 0.5 * skin_ * 0.99;
+    far = moved_at_most(moved, error_) > half_skin * half_skin;
+  } else {
+    far = always_ || moved > 1.0;
+  }
   if (far) restored_.reset();
   return stale_ || far;
 }
 
-BodyRange PairAnchors::anchor(const BodyStore& b, double dt) {
+void PairAnchors::per_body_limits() {
+  scale_.clear();
+  always_ = false;
+  if (body_skin_.empty()) return;
+  const std::size_t n = body_skin_.size();
+  scale_.resize(n);
+  // Body i may move t_i = 0.99 s_i / 2 less the rounding bound (see
+  // moved_at_most): the rebuild comes when d2 > t_i^2, that is when
+  // d2 * scale_i > 1. The float scale is off by 2^-24 of itself, far inside
+  // the 1% kept back.
+  const double rounding = 1.4142135623730951 * error_;
+  float least = std::numeric_limits<float>::infinity();
+  for (std::size_t i = 0; i < n; ++i) {
+    least = std::min(least, body_skin_[i]);
+    const double t = 0.5 * static_cast<double>(body_skin_[i]) * 0.99 - rounding;
+    if (!(t > 0.0)) {
+      always_ = true;
+      scale_[i] = 0.0f;
+    } else {
+      scale_[i] = static_cast<float>(1.0 / (t * t));
+    }
+  }
+  least_body_skin_ = least;
+}
+
+BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std::uint8_t> held) {
   const std::size_t n = b.size();
   constexpr std::size_t kAnchorBlock = 2048;
-  // A restored world's anchors and skin are already in place (begin_step).
+  // A restored world's anchors and skins are already in place (begin_step).
   const bool restored = restored_.has_value() && restored_->x.size() == n;
   x_.resize(n);
   y_.resize(n);
@@ -458,13 +492,69 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt) {
   // So that one very fast body cannot make every body a candidate of every
   // other, the skin stops at 4 mean radii.
   if (!restored) skin_ = std::clamp(3.0 * std::sqrt(vmax2) * dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
-  restored_.reset();
   const double xmax = n > 0 ? std::max({std::abs(range.xmin), std::abs(range.xmax), std::abs(range.ymin),
                                         std::abs(range.ymax)})
                             : 0.0;
   error_ = n > 0 ? anchor_error(xmax) : 0.0;
+  if (!restored) {
+    // Held bodies: a skin for their own speed, at least the smallest radius
+    // (in a pile of equal discs a skin below one radius keeps the candidates
+    // to the touching ring), at most the common skin; floats, as saved. When
+    // no body's is below the common skin, there are none per body.
+    body_skin_.clear();
+    if (held.size() == n && rmin < skin_) {
+      body_skin_.resize(n);
+      const auto common = static_cast<float>(skin_);
+      std::vector<std::uint8_t> block_lower(nb, 0);
+      for_blocks(n, kAnchorBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+        const double* const vxs = b.vx.data();
+        const double* const vys = b.vy.data();
+        std::uint8_t lower = 0;
+        for (std::size_t i = i0; i < i1; ++i) {
+          float s = common;
+          if (held[i]) {
+            const double own = 3.0 * std::sqrt(vxs[i] * vxs[i] + vys[i] * vys[i]) * dt;
+            s = std::min(static_cast<float>(std::clamp(own, rmin, skin_)), common);
+          }
+          body_skin_[i] = s;
+          lower |= s < common ? 1 : 0;
+        }
+        block_lower[blk] = lower;
+      });
+      if (std::find(block_lower.begin(), block_lower.end(), 1) == block_lower.end()) body_skin_.clear();
+    }
+  }
+  per_body_limits();
+  restored_.reset();
   stale_ = false;
   return range;
+}
+
+std::span<const double> PairAnchors::extents(std::span<const double> radius, std::vector<double>& scratch,
+                                             BodyRange& range) const {
+  if (body_skin_.empty()) return radius;
+  const std::size_t n = radius.size();
+  scratch.resize(n);
+  const double least = least_skin();
+  constexpr std::size_t kBlock = 4096;
+  std::vector<std::pair<double, double>> block_lohi(block_count(n, kBlock));
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+    for (std::size_t i = i0; i < i1; ++i) {
+      const double e = radius[i] + 0.5 * (static_cast<double>(body_skin_[i]) - least);
+      scratch[i] = e;
+      lo = std::min(lo, e);
+      hi = std::max(hi, e);
+    }
+    block_lohi[blk] = {lo, hi};
+  });
+  range.rmin = std::numeric_limits<double>::infinity();
+  range.rmax = 0.0;
+  for (const auto& [lo, hi] : block_lohi) {
+    range.rmin = std::min(range.rmin, lo);
+    range.rmax = std::max(range.rmax, hi);
+  }
+  return scratch;
 }
 
 }  // namespace carom::detail

@@ -120,24 +120,37 @@ inline double moved_at_most(double d2, double error) {
 
 /// When the discrete solvers' candidate pair list must be rebuilt (the
 /// Verlet-list rule of molecular dynamics). The list is built from the
-/// anchors, each body's position rounded to float, with extents grown by
-/// skin / 2: it holds every pair that can come within the caller's reach
-/// until some body has moved skin / 2 from its anchor. A saved world carries
-/// anchors and skin, so a restored world rebuilds the very same list.
-/// Simulation thread only.
+/// anchors, each body's position rounded to float, with each body's extent
+/// grown by half its skin: it holds every pair that can come within the
+/// caller's reach until some body has moved half its skin from its anchor.
+///
+/// The skin is room for the fastest body to travel about 1.5 steps. In a pile
+/// that bodies are still landing on, that fastest body is a falling one, and
+/// a skin of its size gives every resting body several rings of candidates
+/// (three times the pairs, and five times the colours, of the settled pile).
+/// So a body that carried load at the rebuild (a contact or a wall holding
+/// it, so it sits among neighbours) gets a skin for its own speed instead, at
+/// least the smallest radius and at most the common one: if it is knocked
+/// loose and moves half of it, the list is rebuilt.
+///
+/// A saved world carries anchors and skins, so a restored world rebuilds the
+/// very same list. Simulation thread only.
 class PairAnchors {
  public:
-  /// Anchors and skin as a saved world carries them.
+  /// Anchors and skins as a saved world carries them.
   struct Saved {
     std::vector<float> x, y;
-    double skin = 0.0;  ///< m
+    double skin = 0.0;  ///< m: every body's, unless body_skin is given
+    std::vector<float> body_skin;  ///< m, per body, each in (0, skin]; or empty
   };
 
   /// The anchors, storage order (m).
   std::span<const float> x() const { return x_; }
   std::span<const float> y() const { return y_; }
-  /// The skin the list was built with (m).
+  /// The common skin the list was built with (m).
   double skin() const { return skin_; }
+  /// Each body's skin (m) when they differ; empty when every body has skin().
+  std::span<const float> body_skin() const { return body_skin_; }
   /// The list was built from these anchors for `n` bodies and nothing has
   /// marked it stale since.
   bool current(std::size_t n) const { return !stale_ && x_.size() == n; }
@@ -145,7 +158,7 @@ class PairAnchors {
   /// The list no longer matches the bodies (moved by hand or by another
   /// solver, added or removed, a new solver): the next substep rebuilds it.
   void invalidate() { stale_ = true; }
-  /// A saved world's anchors and skin, for the next rebuild.
+  /// A saved world's anchors and skins, for the next rebuild.
   void restore(Saved saved) { restored_ = std::move(saved); }
   /// Drops restored anchors (the bodies were moved, added or removed since).
   void forget_restored() { restored_.reset(); }
@@ -153,29 +166,50 @@ class PairAnchors {
   const Saved* restored() const { return restored_ ? &*restored_ : nullptr; }
 
   /// Before a step's first substep, for `n` bodies: a restored world's
-  /// anchors and skin go in before the first substep measures how far bodies
+  /// anchors and skins go in before the first substep measures how far bodies
   /// have moved from them, so it decides to rebuild from the current
   /// positions exactly when the original world would have. A new body count
   /// makes the list stale.
   void begin_step(std::size_t n);
+  /// What the integrate stage multiplies each body's squared distance from
+  /// its anchor by before taking the largest (empty: by 1), for needs_rebuild.
+  std::span<const float> reach_scale() const { return scale_; }
   /// Whether the list must be rebuilt before this substep's narrow phase,
-  /// given d2, the largest squared distance of any body from its anchor (the
-  /// integrate stage measures it): stale, or some body near skin / 2 (a
+  /// given `moved`, the largest (scaled, see reach_scale) squared distance of
+  /// any body from its anchor: stale, or some body near half its skin (a
   /// little before the bound, so rounding never matters). A restored world
   /// whose bodies have moved that far rebuilds from where they are, as the
   /// original did; else from its anchors.
-  bool needs_rebuild(double d2);
+  bool needs_rebuild(double moved);
   /// The first half of a rebuild: the anchors (the current positions rounded
-  /// to float, or the restored ones) and the skin (room for the fastest body
-  /// to travel about 1.5 steps of `dt`, at least 5% of the smallest radius,
-  /// at most 4 mean radii), in one parallel pass. Returns the range find_pairs
-  /// needs (radii, bounding box of the anchors). The list is current after
-  /// the caller's find_pairs over x(), y().
-  BodyRange anchor(const BodyStore& b, double dt);
+  /// to float, or the restored ones) and the skins (the common one: room for
+  /// the fastest body to travel about 1.5 steps of `dt`, at least 5% of the
+  /// smallest radius, at most 4 mean radii; a body `held` (one per body, or
+  /// empty: none) gets one for its own speed, see the class), in parallel
+  /// passes. Returns the range find_pairs needs (radii, bounding box of the
+  /// anchors). The list is current after the caller's find_pairs over x(),
+  /// y() with extents() and margin().
+  BodyRange anchor(const BodyStore& b, double dt, std::span<const std::uint8_t> held);
+  /// The extents to search with: the radii when every body has the common
+  /// skin, else radius + (own skin - least skin) / 2 in `scratch`; `range`
+  /// (anchor's) gets the extents' least and largest.
+  std::span<const double> extents(std::span<const double> radius, std::vector<double>& scratch,
+                                  BodyRange& range) const;
+  /// What every extent is grown by on top, for a speculative distance
+  /// `speculative`: half the least skin and half that distance.
+  double margin(double speculative) const { return 0.5 * (least_skin() + speculative); }
 
  private:
+  double least_skin() const { return body_skin_.empty() ? skin_ : least_body_skin_; }
+  // From body_skin_ and error_: scale_, always_, least_body_skin_.
+  void per_body_limits();
+
   std::vector<float> x_, y_;
   double skin_ = 0.0;
+  std::vector<float> body_skin_;
+  double least_body_skin_ = 0.0;
+  std::vector<float> scale_;  // 1 / (the distance body i may move)^2, with the rounding bound taken off
+  bool always_ = false;       // some body's limit is below the rounding bound: rebuild every substep
   double error_ = 0.0;  // bound on |anchor - exact position| for every coordinate
   bool stale_ = true;
   std::optional<Saved> restored_;

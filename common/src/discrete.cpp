@@ -12,6 +12,8 @@
 
 #include "discrete.hpp"
 
+#include <algorithm>
+
 #include "parallel.hpp"
 
 namespace carom::detail {
@@ -28,28 +30,54 @@ constexpr std::size_t kReleaseScratchAt = std::size_t{1} << 17;
 
 void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt) {
   const std::size_t n = b.size();
-  const BodyRange range = anchors.anchor(b, dt);
-  rmin = n > 0 ? range.rmin : 1.0;
   // Storage indices are stale after an edit; warm values are kept only
   // across rebuilds caused by motion (or come from restore).
   const WarmTable warm = pending_warm ? warm_table(b, *pending_warm)
                          : edited     ? WarmTable{}
                                       : warm_table(n, pairs, contacts);
   pending_warm.reset();
+  // Bodies that carried load (a warm contact or wall) get skins for their
+  // own speed (PairAnchors).
+  held_bodies(n, warm, held);
+  BodyRange range = anchors.anchor(b, dt, held);
+  rmin = n > 0 ? range.rmin : 1.0;
   // The last substep's contacts are rewritten by the next collide anyway.
   if (n >= kReleaseScratchAt) contacts.release();
   // Contacts reach the speculative distance, so candidates must too (a pair
   // not in the list is then at least that far apart until the next rebuild,
-  // which comes before any body is skin / 2 from its anchor).
+  // which comes before any body is half its skin from its anchor).
   speculative = kSpeculative * rmin;
-  find_pairs(anchors.x(), anchors.y(), b.r, 0.5 * (anchors.skin() + speculative), range, broad, pairs);
+  const std::span<const double> extents = anchors.extents(b.r, extent_scratch, range);
+  find_pairs(anchors.x(), anchors.y(), extents, anchors.margin(speculative), range, broad, pairs);
   // Large worlds give the search's arrays back before colouring (memory per
   // body at a million bodies, with the contacts' release above: 142 -> 122
   // B); small ones keep them (no allocation per rebuild).
-  if (n >= kReleaseScratchAt) broad.release();
+  if (n >= kReleaseScratchAt) {
+    broad.release();
+    std::vector<double>().swap(extent_scratch);
+  }
   colour_pairs(n, pairs, colouring, n >= kReleaseScratchAt);
   restore_warm(pairs, warm, contacts);
   edited = false;
+}
+
+void DiscreteSolver::held_bodies(std::size_t n, const WarmTable& warm, std::vector<std::uint8_t>& out) const {
+  out.clear();
+  const bool any_wall = walls.warm && std::any_of(walls.blocks.begin(), walls.blocks.end(), [](const auto& block) {
+    return std::any_of(block.begin(), block.end(), [](const WallContact& w) { return w.accum > 0.0; });
+  });
+  if (warm.entry.empty() && !any_wall) return;
+  out.assign(n, 0);
+  for (std::size_t a = 0; a + 1 < warm.start.size(); ++a) {
+    if (warm.start[a] == warm.start[a + 1]) continue;
+    out[a] = 1;
+    for (std::uint32_t q = warm.start[a]; q < warm.start[a + 1]; ++q) out[warm.entry[q].first] = 1;
+  }
+  // The wall contacts of the last substep (the narrow phase has not run yet).
+  if (walls.warm)
+    for (const auto& block : walls.blocks)
+      for (const WallContact& w : block)
+        if (w.accum > 0.0 && (w.entry >> 2) < n) out[w.entry >> 2] = 1;
 }
 
 void DiscreteSolver::positions_edited() {
@@ -81,10 +109,12 @@ void DiscreteSolver::save(const BodyStore& b, SolverState& out) const {
     out.anchor_x = saved->x;
     out.anchor_y = saved->y;
     out.skin = saved->skin;
+    out.anchor_skin = saved->body_skin;
   } else if (!edited && anchors.current(b.size())) {
     out.anchor_x.assign(anchors.x().begin(), anchors.x().end());
     out.anchor_y.assign(anchors.y().begin(), anchors.y().end());
     out.skin = anchors.skin();
+    out.anchor_skin.assign(anchors.body_skin().begin(), anchors.body_skin().end());
   }
   // Wall entries are storage index << 2 | wall, kWallBit* = 1 << wall; in
   // storage (= id) order, walls in order.

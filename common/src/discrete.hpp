@@ -34,12 +34,17 @@ struct DiscreteSolver {
   // Warm starts restored by restore, by id pair: the next rebuild takes them
   // instead of what the current candidate list carries.
   std::optional<WarmByIds> pending_warm;
+  std::vector<std::uint8_t> held;       // scratch: per body, carried load at the last rebuild (or empty: none)
+  std::vector<double> extent_scratch;   // scratch: the search's extents when skins are per body
 
   /// Broad phase: rebuilds the candidate list from new anchors, colours it,
   /// and carries the warm starts across (by storage index after a rebuild
   /// caused by motion, by id pair after a restore, none after bodies were
   /// added or removed). `dt`: the step (s), for the skin.
   void rebuild_pairs(const BodyStore& b, double dt);
+  /// Which of `n` bodies carried load in the last substep: a warm pair
+  /// (`warm`) or wall contact. Empty when none did.
+  void held_bodies(std::size_t n, const WarmTable& warm, std::vector<std::uint8_t>& out) const;
 
   /// Bodies were moved by hand: the list, the wall touches and restored
   /// anchors no longer hold; warm starts are kept, by id.

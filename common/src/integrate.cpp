@@ -45,7 +45,7 @@ inline void wall_axis(double& x, double& v, double r, double lo, double hi, doub
 }  // namespace
 
 double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std::span<const float> xb,
-                            std::span<const float> yb) {
+                            std::span<const float> yb, std::span<const float> scale) {
   const double gx = g.x * h, gy = g.y * h;
   const bool measure = !xb.empty();
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
@@ -60,10 +60,17 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
       vys[i] = vys[i] * damping + gy;
     }
     double m = 0.0;
-    if (measure) {
+    if (measure && scale.empty()) {
       for (std::size_t i = i0; i < i1; ++i) {
         const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
         const double d2 = dx * dx + dy * dy;
+        m = d2 > m ? d2 : m;
+      }
+    } else if (measure) {
+      const float* const ss = scale.data();
+      for (std::size_t i = i0; i < i1; ++i) {
+        const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
+        const double d2 = (dx * dx + dy * dy) * ss[i];
         m = d2 > m ? d2 : m;
       }
     }
@@ -96,7 +103,7 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
 }
 
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,
-                         std::span<const float> xb, std::span<const float> yb) {
+                         std::span<const float> xb, std::span<const float> yb, std::span<const float> scale) {
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
     double m = 0.0;
     for (std::size_t i = i0; i < i1; ++i) {
@@ -107,7 +114,7 @@ double predict_positions(BodyStore& b, double h, std::span<double> px, std::span
       b.x[i] = x;
       b.y[i] = y;
       const double dx = x - xb[i], dy = y - yb[i];
-      m = std::max(m, dx * dx + dy * dy);
+      m = std::max(m, (dx * dx + dy * dy) * (scale.empty() ? 1.0 : static_cast<double>(scale[i])));
     }
     return m;
   });

@@ -157,10 +157,12 @@ inline double resting_speed(Vec2 gravity, double dt) { return std::sqrt(dot(grav
 
 /// Velocity half of a substep: v <- v * damping + g h. Also returns the
 /// largest squared distance of any body from (xb, yb), the anchors the pair
-/// list was built at (PairAnchors; one pass over the bodies serves both); 0
-/// when xb is empty (Verlet measures after its predict instead).
+/// list was built at (PairAnchors; one pass over the bodies serves both),
+/// each multiplied by scale[i] unless `scale` is empty
+/// (PairAnchors::reach_scale); 0 when xb is empty (Verlet measures after its
+/// predict instead).
 double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h, std::span<const float> xb,
-                            std::span<const float> yb);
+                            std::span<const float> yb, std::span<const float> scale = {});
 
 /// Discrete solver: x <- x + v h, then walls as a backstop (a body the
 /// contacts did not stop is clamped to the wall and its normal velocity
@@ -169,7 +171,7 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
 
 /// Verlet predict: keep (px, py) = x, then x <- x + v h. Returns as above.
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,
-                         std::span<const float> xb, std::span<const float> yb);
+                         std::span<const float> xb, std::span<const float> yb, std::span<const float> scale = {});
 
 /// Verlet finish: v <- (x - previous x) / h, the pushes' share of it at most
 /// `max_push` (m/s); walls clamp, and on a clamped

@@ -391,17 +391,17 @@ void WorldState::step_substeps(StepStats& st) {
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
-    double moved2 = 0.0;  // largest squared distance of a body from its anchor
+    double moved2 = 0.0;  // largest (scaled) squared distance of a body from its anchor
     if (verlet) {
       integrate_velocities(bodies, p.gravity, damping, h, {}, {});
-      moved2 = predict_positions(bodies, h, d.px, d.py, d.anchors.x(), d.anchors.y());
+      moved2 = predict_positions(bodies, h, d.px, d.py, d.anchors.x(), d.anchors.y(), d.anchors.reach_scale());
     } else {
-      moved2 = integrate_velocities(bodies, p.gravity, damping, h, d.anchors.x(), d.anchors.y());
+      moved2 = integrate_velocities(bodies, p.gravity, damping, h, d.anchors.x(), d.anchors.y(), d.anchors.reach_scale());
     }
     st.seconds.integrate_velocities += seconds_since(t);
 
     // 2. Broad phase: spatial hash buckets -> coloured candidate pairs, when
-    //    the list is stale or some body nears skin / 2 from its anchor.
+    //    the list is stale or some body nears half its skin from its anchor.
     t = Clock::now();
     if (d.anchors.needs_rebuild(moved2)) {
       d.rebuild_pairs(bodies, p.dt);
@@ -736,6 +736,18 @@ Status World::restore_solver_state(const SolverState& state) {
     if (!(std::isfinite(state.skin) && state.skin > 0.0 && state.skin <= 4.0 * kMaxRadius))
       return invalid_argument("solver.skin", "must be finite and in (0, " + format_number(4.0 * kMaxRadius) + "] (m)",
                               format_number(state.skin));
+    if (!state.anchor_skin.empty() && state.anchor_skin.size() != b.size())
+      return invalid_argument("solver.anchor_skin", "must hold one value per body (" + std::to_string(b.size()) + ") or none",
+                              std::to_string(state.anchor_skin.size()));
+    for (std::size_t k = 0; k < state.anchor_skin.size(); ++k) {
+      const double s = state.anchor_skin[k];
+      if (!(std::isfinite(s) && s > 0.0 && s <= static_cast<double>(static_cast<float>(state.skin))))
+        return invalid_argument("solver.anchor_skin[" + std::to_string(k) + "]",
+                                "must be finite and in (0, skin] (m), skin " + format_number(state.skin), format_number(s));
+    }
+  } else if (!state.anchor_skin.empty()) {
+    return invalid_argument("solver.anchor_skin", "needs the anchors (anchor_x, anchor_y) it belongs to",
+                            std::to_string(state.anchor_skin.size()) + " values without anchors");
   }
   // One entry per (body, wall): storage index << 2 | wall, with its value.
   std::vector<std::pair<std::uint32_t, double>> entries;
@@ -764,7 +776,7 @@ Status World::restore_solver_state(const SolverState& state) {
   // The next step rebuilds the pair list and takes these warm starts (by id
   // pair) instead of whatever the current list carries.
   std::optional<detail::PairAnchors::Saved> anchors;
-  if (anchored) anchors = detail::PairAnchors::Saved{state.anchor_x, state.anchor_y, state.skin};
+  if (anchored) anchors = detail::PairAnchors::Saved{state.anchor_x, state.anchor_y, state.skin, state.anchor_skin};
   s.discrete.restore(std::move(warm), std::move(anchors), entries, b.size(), s.params.bounds.walled);
   s.gravity_valid = false;
   return {};

@@ -43,6 +43,10 @@ struct SolverState {
   /// rebuilds the list from the current positions and continues equivalently.
   std::vector<float> anchor_x, anchor_y;
   double skin = 0.0;
+  /// Each body's skin (m, in id order, each in (0, skin]) when the list was
+  /// built with skins per body (bodies resting in a pile get smaller ones
+  /// than the fastest body needs); empty: every body had `skin`.
+  std::vector<float> anchor_skin;
 };
 
 }  // namespace carom
