@@ -346,6 +346,132 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
   pairs.blocks = std::move(blocks);
 }
 
+namespace {
+
+// Impact passes 2.. (see solve_contacts): the bodies stamped 1 in `fired`
+// changed in the first pass. Returns the contacts that collided for the first
+// time in these passes.
+std::uint64_t cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
+  const Vel v{b.vx.data(), b.vy.data()};
+  const Pos pos{b.x.data(), b.y.data()};
+  Contact* const geo = cs.geometry.data();
+  const Pair* const pairs = cs.pairs.data();
+  std::uint8_t* const collided = cs.collided.data();
+  std::uint8_t* const fired_in = cs.fired.data();
+  const std::size_t n = b.size(), nc = cs.size();
+  // Each body's contacts, in contact order (a counting sort).
+  auto& start = cs.by_body_start;
+  auto& list = cs.by_body;
+  start.assign(n + 1, 0);
+  for (std::size_t k = 0; k < nc; ++k) {
+    ++start[pairs[k].a + 1];
+    ++start[pairs[k].b + 1];
+  }
+  for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+  list.resize(2 * nc);
+  {
+    std::vector<std::uint32_t>& fill = cs.by_body_fill;
+    fill.assign(start.begin(), start.end() - 1);
+    for (std::size_t k = 0; k < nc; ++k) {
+      list[fill[pairs[k].a]++] = static_cast<std::uint32_t>(k);
+      list[fill[pairs[k].b]++] = static_cast<std::uint32_t>(k);
+    }
+  }
+  // The contacts to look at this pass, as bits in contact order; the bodies
+  // changed last pass and this one.
+  auto& todo = cs.todo;
+  todo.assign((nc + 63) / 64, 0);
+  auto& changed = cs.changed_last;
+  auto& changing = cs.changed_now;
+  changed.clear();
+  for (std::size_t i = 0; i < n; ++i)
+    if (fired_in[i]) changed.push_back(static_cast<std::uint32_t>(i));
+  const auto mark_all = [&](std::uint32_t i) {
+    for (std::uint32_t q = start[i]; q < start[i + 1]; ++q) todo[list[q] >> 6] |= std::uint64_t{1} << (list[q] & 63);
+  };
+  std::uint64_t count = 0;
+  for (int it = 1; it < passes; ++it) {
+    const auto stamp = static_cast<std::uint8_t>(it + 1);
+    const auto recent = static_cast<std::uint8_t>(it);  // last pass or this one
+    changing.clear();
+    for (const std::uint32_t i : changed) mark_all(i);
+    std::uint64_t fired = 0;
+    // Walls come first in a pass: a body they change has every contact looked at.
+    for (auto& block : walls.blocks)
+      for (WallContact& w : block) {
+        const std::uint32_t i = w.entry >> 2;
+        if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) continue;
+        ++fired;
+        if (fired_in[i] != stamp) {
+          fired_in[i] = stamp;
+          changing.push_back(i);
+          mark_all(i);
+        }
+      }
+    for (std::size_t word = 0; word < todo.size(); ++word) {
+      while (todo[word] != 0) {
+        const std::size_t k = word * 64 + static_cast<std::size_t>(std::countr_zero(todo[word]));
+        todo[word] &= todo[word] - 1;
+        const Pair p = pairs[k];
+        const bool before = collided[k] != 0;
+        if (!impact(v, pos, p, geo[k], collided[k], ctx)) continue;
+        ++fired;
+        if (!before) ++count;
+        for (const std::uint32_t i : {p.a, p.b}) {
+          if (fired_in[i] == stamp) continue;  // its later contacts are marked already
+          fired_in[i] = stamp;
+          changing.push_back(i);
+          for (std::uint32_t q = start[i]; q < start[i + 1]; ++q)
+            if (list[q] > k) todo[list[q] >> 6] |= std::uint64_t{1} << (list[q] & 63);
+        }
+      }
+    }
+    if (fired == 0) break;
+    std::swap(changed, changing);
+  }
+  return count;
+}
+
+// The same passes as cascade, each a sweep over every contact colour by
+// colour that skips those with no body changed last pass or this one: cheaper
+// than building the per-body index when contacts are few beside the bodies
+// (a gas). Same contacts in the same order, so the same bits.
+std::uint64_t sweeps(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
+  const Vel v{b.vx.data(), b.vy.data()};
+  const Pos pos{b.x.data(), b.y.data()};
+  Contact* const geo = cs.geometry.data();
+  const Pair* const pairs = cs.pairs.data();
+  std::uint8_t* const collided = cs.collided.data();
+  std::uint8_t* const fired_in = cs.fired.data();
+  std::uint64_t count = 0;
+  for (int it = 1; it < passes; ++it) {
+    const auto stamp = static_cast<std::uint8_t>(it + 1);
+    const auto recent = static_cast<std::uint8_t>(it);  // last pass or this one
+    std::atomic<std::uint64_t> first_time{0};
+    const std::uint64_t fired =
+        for_walls(walls, [&](WallContact& w) -> std::uint32_t {
+          const std::uint32_t i = w.entry >> 2;
+          if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) return 0u;
+          fired_in[i] = stamp;
+          return 1u;
+        }) +
+        for_colours(cs, [&](std::size_t k) -> std::uint32_t {
+          const Pair p = pairs[k];
+          if (fired_in[p.a] < recent && fired_in[p.b] < recent) return 0u;
+          const bool before = collided[k] != 0;
+          if (!impact(v, pos, p, geo[k], collided[k], ctx)) return 0u;
+          fired_in[p.a] = fired_in[p.b] = stamp;
+          if (!before) first_time.fetch_add(1, std::memory_order_relaxed);
+          return 1u;
+        });
+    count += first_time.load(std::memory_order_relaxed);
+    if (fired == 0) break;
+  }
+  return count;
+}
+
+}  // namespace
+
 std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
   const Vel v{b.vx.data(), b.vy.data()};
   const Pos pos{b.x.data(), b.y.data()};
@@ -355,37 +481,40 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, co
 
   // 1. Impacts, until none fires. After the first pass only contacts with a
   // body whose velocity an impact changed (last pass, or this one in an
-  // earlier colour) can fire: the others are skipped.
+  // earlier colour) can fire. The first pass looks at every contact, colour
+  // by colour in parallel; the later ones (a cascade down a pile: each pass
+  // carries a blow about one contact further, up to 16 passes) look only at
+  // the contacts of the bodies that changed: in a pile through a per-body
+  // index of the contacts, in contact order on this thread (cascade), in a
+  // gas by sweeping the few contacts (sweeps). Either visits the same
+  // contacts in the same order, so the bits do not depend on which runs.
   // The pass in which an impact last changed each body, + 1 (0: none this
   // substep): one array stamped per pass instead of two cleared per pass.
   const int kImpactPasses = std::max(ctx.iterations, 16);
   cs.fired.assign(b.size(), 0);
   std::uint8_t* const fired_in = cs.fired.data();
   std::uint64_t count = 0;  // contacts that collided (once each)
-  for (int it = 0; it < kImpactPasses; ++it) {
-    const auto stamp = static_cast<std::uint8_t>(it + 1);
-    const auto recent = static_cast<std::uint8_t>(it);  // last pass or this one
-    const bool all = it == 0;
+  {
     std::atomic<std::uint64_t> first_time{0};
     const std::uint64_t fired =
         for_walls(walls, [&](WallContact& w) -> std::uint32_t {
-          const std::uint32_t i = w.entry >> 2;
-          if (!all && fired_in[i] < recent) return 0u;
           if (!wall_impact(v, pos, w, ctx)) return 0u;
-          fired_in[i] = stamp;
+          fired_in[w.entry >> 2] = 1;
           return 1u;
         }) +
         for_colours(cs, [&](std::size_t k) -> std::uint32_t {
           const Pair p = pairs[k];
-          if (!all && fired_in[p.a] < recent && fired_in[p.b] < recent) return 0u;
-          const bool before = collided[k] != 0;
           if (!impact(v, pos, p, geo[k], collided[k], ctx)) return 0u;
-          fired_in[p.a] = fired_in[p.b] = stamp;
-          if (!before) first_time.fetch_add(1, std::memory_order_relaxed);
+          fired_in[p.a] = fired_in[p.b] = 1;
+          first_time.fetch_add(1, std::memory_order_relaxed);
           return 1u;
         });
     count += first_time.load(std::memory_order_relaxed);
-    if (fired == 0) break;
+    // The index costs a pass over the bodies: worth it where contacts are
+    // many beside them (a pile), not in a gas.
+    if (fired != 0 && kImpactPasses > 1)
+      count += 4 * cs.size() >= b.size() ? cascade(b, cs, walls, ctx, kImpactPasses)
+                                         : sweeps(b, cs, walls, ctx, kImpactPasses);
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).
   for_walls(walls, [&](WallContact& w) {

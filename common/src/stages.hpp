@@ -87,6 +87,11 @@ struct Contacts {
   std::vector<Block> block_contacts;
   int push_passes = 0;  // Verlet: position passes the last push_contacts made
   std::vector<std::uint8_t> fired;  // scratch: per body, 1 + the impact pass that last changed it (0: none)
+  // Scratch of the impact passes after the first: each body's contacts
+  // (by_body[by_body_start[i], by_body_start[i + 1]), in contact order), the
+  // contacts to look at (bits), the bodies changed last pass and this one.
+  std::vector<std::uint32_t> by_body_start, by_body, by_body_fill, changed_last, changed_now;
+  std::vector<std::uint64_t> todo;
   std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: warm values per contact block
   // Warm starting: (candidate index, accumulated value) of last substep's
   // contacts that carried load, in candidate order: sparse, because a gas has
