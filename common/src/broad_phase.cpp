@@ -457,6 +457,7 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std
   const std::size_t nb = block_count(n, kAnchorBlock);
   std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
   std::vector<BodyRange> block_range(nb);
+  std::vector<std::size_t> block_held(nb, 0);
   for_blocks(n, kAnchorBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
     const double* const xs = b.x.data();
     const double* const ys = b.y.data();
@@ -466,6 +467,7 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std
     float* const xbs = x_.data();
     float* const ybs = y_.data();
     double v2 = 0.0, rsum = 0.0;
+    std::size_t holding = 0;
     BodyRange range;
     for (std::size_t i = i0; i < i1; ++i) {
       if (!restored) {
@@ -475,23 +477,32 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std
       v2 = std::max(v2, vxs[i] * vxs[i] + vys[i] * vys[i]);
       range.add(xbs[i], ybs[i], rs[i]);
       rsum += rs[i];
+      if (held.size() == n) holding += held[i];
     }
     block_v2[blk] = v2;
     block_range[blk] = range;
     block_rsum[blk] = rsum;
+    block_held[blk] = holding;
   });
   double vmax2 = 0.0, rsum = 0.0;
+  std::size_t holding = 0;
   BodyRange range;
   for (std::size_t k = 0; k < nb; ++k) {
     vmax2 = std::max(vmax2, block_v2[k]);
     range.merge(block_range[k]);
     rsum += block_rsum[k];
+    holding += block_held[k];
   }
   const double rmin = n > 0 ? range.rmin : 1.0;
   const double rmean = n > 0 ? rsum / static_cast<double>(n) : 1.0;
   // So that one very fast body cannot make every body a candidate of every
-  // other, the skin stops at 4 mean radii.
-  if (!restored) skin_ = std::clamp(3.0 * std::sqrt(vmax2) * dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
+  // other, the skin stops at 4 mean radii. Where a quarter of the bodies or
+  // more rest on others (held: they get skins of their own, below), the few
+  // that move get room for 3 steps instead of 1.5: every rebuild costs a pass
+  // over all the bodies, and the movers alone set it off.
+  const double steps = held.size() == n && 4 * holding >= n && n > 0 ? 6.0 : 3.0;
+  if (!restored)
+    skin_ = std::clamp(steps * std::sqrt(vmax2) * dt, kMinSkin * rmin, std::max(kMinSkin * rmin, 4.0 * rmean));
   const double xmax = n > 0 ? std::max({std::abs(range.xmin), std::abs(range.xmax), std::abs(range.ymin),
                                         std::abs(range.ymax)})
                             : 0.0;

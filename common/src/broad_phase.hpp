@@ -131,7 +131,10 @@ inline double moved_at_most(double d2, double error) {
 /// So a body that carried load at the rebuild (a contact or a wall holding
 /// it, so it sits among neighbours) gets a skin for its own speed instead, at
 /// least the smallest radius and at most the common one: if it is knocked
-/// loose and moves half of it, the list is rebuilt.
+/// loose and moves half of it, the list is rebuilt. When a quarter of the
+/// bodies or more are held, the common skin is room for 3 steps of the
+/// fastest instead of 1.5: the movers alone set off each rebuild, which costs
+/// a pass over every body.
 ///
 /// A saved world carries anchors and skins, so a restored world rebuilds the
 /// very same list. Simulation thread only.
@@ -183,10 +186,10 @@ class PairAnchors {
   bool needs_rebuild(double moved);
   /// The first half of a rebuild: the anchors (the current positions rounded
   /// to float, or the restored ones) and the skins (the common one: room for
-  /// the fastest body to travel about 1.5 steps of `dt`, at least 5% of the
-  /// smallest radius, at most 4 mean radii; a body `held` (one per body, or
-  /// empty: none) gets one for its own speed, see the class), in parallel
-  /// passes. Returns the range find_pairs needs (radii, bounding box of the
+  /// the fastest body to travel about 1.5 steps of `dt`, 3 when a quarter of
+  /// the bodies are held, at least 5% of the smallest radius, at most 4 mean
+  /// radii; a body `held` (one per body, or empty: none) gets one for its own
+  /// speed, see the class), in parallel passes. Returns the range find_pairs needs (radii, bounding box of the
   /// anchors). The list is current after the caller's find_pairs over x(),
   /// y() with extents() and margin().
   BodyRange anchor(const BodyStore& b, double dt, std::span<const std::uint8_t> held);
