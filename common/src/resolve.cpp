@@ -348,16 +348,28 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
 
 namespace {
 
+// What the impact passes after the first read and write.
+struct ImpactPass {
+  Vel v;
+  Pos pos;
+  Contact* geo;
+  const Pair* pairs;
+  std::uint8_t* collided;
+  std::uint8_t* fired_in;  // per body, 1 + the pass an impact last changed it in
+  ImpactPass(BodyStore& b, Contacts& cs)
+      : v{b.vx.data(), b.vy.data()},
+        pos{b.x.data(), b.y.data()},
+        geo(cs.geometry.data()),
+        pairs(cs.pairs.data()),
+        collided(cs.collided.data()),
+        fired_in(cs.fired.data()) {}
+};
+
 // Impact passes 2.. (see solve_contacts): the bodies stamped 1 in `fired`
 // changed in the first pass. Returns the contacts that collided for the first
 // time in these passes.
 std::uint64_t cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
-  const Vel v{b.vx.data(), b.vy.data()};
-  const Pos pos{b.x.data(), b.y.data()};
-  Contact* const geo = cs.geometry.data();
-  const Pair* const pairs = cs.pairs.data();
-  std::uint8_t* const collided = cs.collided.data();
-  std::uint8_t* const fired_in = cs.fired.data();
+  const auto [v, pos, geo, pairs, collided, fired_in] = ImpactPass(b, cs);
   const std::size_t n = b.size(), nc = cs.size();
   // Each body's contacts, in contact order (a counting sort).
   auto& start = cs.by_body_start;
@@ -437,12 +449,7 @@ std::uint64_t cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const Sol
 // than building the per-body index when contacts are few beside the bodies
 // (a gas). Same contacts in the same order, so the same bits.
 std::uint64_t sweeps(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
-  const Vel v{b.vx.data(), b.vy.data()};
-  const Pos pos{b.x.data(), b.y.data()};
-  Contact* const geo = cs.geometry.data();
-  const Pair* const pairs = cs.pairs.data();
-  std::uint8_t* const collided = cs.collided.data();
-  std::uint8_t* const fired_in = cs.fired.data();
+  const auto [v, pos, geo, pairs, collided, fired_in] = ImpactPass(b, cs);
   std::uint64_t count = 0;
   for (int it = 1; it < passes; ++it) {
     const auto stamp = static_cast<std::uint8_t>(it + 1);
