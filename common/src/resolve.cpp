@@ -363,13 +363,18 @@ struct ImpactPass {
         pairs(cs.pairs.data()),
         collided(cs.collided.data()),
         fired_in(cs.fired.data()) {}
+
+  // Passes 2.. through a per-body index of the contacts, or by sweeps (see
+  // below). Return the contacts that collided for the first time in them.
+  std::uint64_t cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes);
+  std::uint64_t sweeps(Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes);
 };
 
 // Impact passes 2.. (see solve_contacts): the bodies stamped 1 in `fired`
 // changed in the first pass. Returns the contacts that collided for the first
 // time in these passes.
-std::uint64_t cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
-  const auto [v, pos, geo, pairs, collided, fired_in] = ImpactPass(b, cs);
+std::uint64_t ImpactPass::cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
+                                  int passes) {
   const std::size_t n = b.size(), nc = cs.size();
   // Each body's contacts, in contact order (a counting sort).
   auto& start = cs.by_body_start;
@@ -448,8 +453,7 @@ std::uint64_t cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const Sol
 // colour that skips those with no body changed last pass or this one: cheaper
 // than building the per-body index when contacts are few beside the bodies
 // (a gas). Same contacts in the same order, so the same bits.
-std::uint64_t sweeps(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
-  const auto [v, pos, geo, pairs, collided, fired_in] = ImpactPass(b, cs);
+std::uint64_t ImpactPass::sweeps(Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
   std::uint64_t count = 0;
   for (int it = 1; it < passes; ++it) {
     const auto stamp = static_cast<std::uint8_t>(it + 1);
@@ -520,8 +524,8 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, co
     // The index costs a pass over the bodies: worth it where contacts are
     // many beside them (a pile), not in a gas.
     if (fired != 0 && kImpactPasses > 1)
-      count += 4 * cs.size() >= b.size() ? cascade(b, cs, walls, ctx, kImpactPasses)
-                                         : sweeps(b, cs, walls, ctx, kImpactPasses);
+      count += 4 * cs.size() >= b.size() ? ImpactPass(b, cs).cascade(b, cs, walls, ctx, kImpactPasses)
+                                         : ImpactPass(b, cs).sweeps(cs, walls, ctx, kImpactPasses);
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).
   for_walls(walls, [&](WallContact& w) {
