@@ -429,18 +429,25 @@ void PairAnchors::per_body_limits() {
   // Body i may move t_i = 0.99 s_i / 2 less the rounding bound (see
   // moved_at_most): the rebuild comes when d2 > t_i^2, that is when
   // d2 * scale_i > 1. The float scale is off by 2^-24 of itself, far inside
-  // the 1% kept back.
+  // the 1% kept back. Per fixed block, in parallel (min and or are exact).
   const double rounding = 1.4142135623730951 * error_;
-  float least = std::numeric_limits<float>::infinity();
-  for (std::size_t i = 0; i < n; ++i) {
-    least = std::min(least, body_skin_[i]);
-    const double t = 0.5 * static_cast<double>(body_skin_[i]) * 0.99 - rounding;
-    if (!(t > 0.0)) {
-      always_ = true;
-      scale_[i] = 0.0f;
-    } else {
-      scale_[i] = static_cast<float>(1.0 / (t * t));
+  constexpr std::size_t kBlock = 4096;
+  std::vector<std::pair<float, std::uint8_t>> block_least(block_count(n, kBlock));
+  for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    float least = std::numeric_limits<float>::infinity();
+    std::uint8_t always = 0;
+    for (std::size_t i = i0; i < i1; ++i) {
+      least = std::min(least, body_skin_[i]);
+      const double t = 0.5 * static_cast<double>(body_skin_[i]) * 0.99 - rounding;
+      always |= t > 0.0 ? 0 : 1;
+      scale_[i] = t > 0.0 ? static_cast<float>(1.0 / (t * t)) : 0.0f;
     }
+    block_least[blk] = {least, always};
+  });
+  float least = std::numeric_limits<float>::infinity();
+  for (const auto& [l, a] : block_least) {
+    least = std::min(least, l);
+    always_ = always_ || a != 0;
   }
   least_body_skin_ = least;
 }

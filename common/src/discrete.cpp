@@ -12,8 +12,6 @@
 
 #include "discrete.hpp"
 
-#include <algorithm>
-
 #include "parallel.hpp"
 
 namespace carom::detail {
@@ -63,21 +61,24 @@ void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt) {
 
 void DiscreteSolver::held_bodies(std::size_t n, const WarmTable& warm, std::vector<std::uint8_t>& out) const {
   out.clear();
-  const bool any_wall = walls.warm && std::any_of(walls.blocks.begin(), walls.blocks.end(), [](const auto& block) {
-    return std::any_of(block.begin(), block.end(), [](const WallContact& w) { return w.accum > 0.0; });
-  });
-  if (warm.entry.empty() && !any_wall) return;
+  if (warm.entry.empty() && !walls.warm) return;
   out.assign(n, 0);
+  bool any = false;
   for (std::size_t a = 0; a + 1 < warm.start.size(); ++a) {
     if (warm.start[a] == warm.start[a + 1]) continue;
     out[a] = 1;
     for (std::uint32_t q = warm.start[a]; q < warm.start[a + 1]; ++q) out[warm.entry[q].first] = 1;
+    any = true;
   }
   // The wall contacts of the last substep (the narrow phase has not run yet).
   if (walls.warm)
     for (const auto& block : walls.blocks)
       for (const WallContact& w : block)
-        if (w.accum > 0.0 && (w.entry >> 2) < n) out[w.entry >> 2] = 1;
+        if (w.accum > 0.0 && (w.entry >> 2) < n) {
+          out[w.entry >> 2] = 1;
+          any = true;
+        }
+  if (!any) out.clear();
 }
 
 void DiscreteSolver::positions_edited() {

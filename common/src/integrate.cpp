@@ -60,17 +60,10 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
       vys[i] = vys[i] * damping + gy;
     }
     double m = 0.0;
-    if (measure && scale.empty()) {
+    if (measure) {
       for (std::size_t i = i0; i < i1; ++i) {
         const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
-        const double d2 = dx * dx + dy * dy;
-        m = d2 > m ? d2 : m;
-      }
-    } else if (measure) {
-      const float* const ss = scale.data();
-      for (std::size_t i = i0; i < i1; ++i) {
-        const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
-        const double d2 = (dx * dx + dy * dy) * ss[i];
+        const double d2 = (dx * dx + dy * dy) * (scale.empty() ? 1.0 : static_cast<double>(scale[i]));
         m = d2 > m ? d2 : m;
       }
     }
