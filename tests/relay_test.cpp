@@ -64,16 +64,46 @@ struct Seen {
   std::vector<float> x, y;
 };
 
-// The snapshots of `c` for `seconds`, by tick.
-void collect(client::Connection& c, double seconds, std::map<std::uint64_t, Seen>* out) {
+// What `c` receives for `seconds`: (*out)[tick] = what(snapshot).
+template <class T, class What>
+void collect_by_tick(client::Connection& c, double seconds, std::map<std::uint64_t, T>* out, What&& what) {
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   v1::ServerMessage m;
   while (Clock::now() < end) {
     ASSERT_TRUE(c.receive(&m, 5.0)) << c.error();
-    if (!m.has_snapshot()) continue;
-    const v1::Snapshot& s = m.snapshot();
-    (*out)[s.tick()] = Seen{s.state_hash(), {s.x().begin(), s.x().end()}, {s.y().begin(), s.y().end()}};
+    if (m.has_snapshot()) (*out)[m.snapshot().tick()] = what(m.snapshot());
   }
+}
+
+// The snapshots of `c` for `seconds`, by tick.
+void collect(client::Connection& c, double seconds, std::map<std::uint64_t, Seen>* out) {
+  collect_by_tick(c, seconds, out, [](const v1::Snapshot& s) {
+    return Seen{s.state_hash(), {s.x().begin(), s.x().end()}, {s.y().begin(), s.y().end()}};
+  });
+}
+
+// Reads `direct` and `relayed` in turns, `rounds` times for `seconds` each, so
+// that neither falls behind and skips much; their snapshots by tick.
+void collect_in_turns(client::Connection& direct, client::Connection& relayed, int rounds, double seconds,
+                      std::map<std::uint64_t, Seen>* a, std::map<std::uint64_t, Seen>* b) {
+  for (int round = 0; round < rounds; ++round) {
+    collect(direct, seconds, a);
+    collect(relayed, seconds, b);
+  }
+}
+
+// Calls check(tick, relayed, direct) for each tick both saw; returns how many.
+template <class T, class Check>
+int for_common_ticks(const std::map<std::uint64_t, T>& direct, const std::map<std::uint64_t, T>& relayed,
+                     Check&& check) {
+  int common = 0;
+  for (const auto& [tick, seen] : relayed) {
+    const auto it = direct.find(tick);
+    if (it == direct.end()) continue;
+    ++common;
+    check(tick, seen, it->second);
+  }
+  return common;
 }
 
 TEST(Relay, TwoChainedRelaysShowTheDirectViewersHashesTickForTick) {
@@ -86,20 +116,12 @@ TEST(Relay, TwoChainedRelaysShowTheDirectViewersHashesTickForTick) {
   client::Connection direct = viewer(s.port());
   client::Connection relayed = viewer(r2.port());
   std::map<std::uint64_t, Seen> a, b;
-  // Read both in turns, so that neither falls behind and skips much.
-  for (int round = 0; round < 20; ++round) {
-    collect(direct, 0.05, &a);
-    collect(relayed, 0.05, &b);
-  }
-  int common = 0;
-  for (const auto& [tick, seen] : b) {
-    const auto it = a.find(tick);
-    if (it == a.end()) continue;
-    ++common;
-    EXPECT_EQ(seen.hash, it->second.hash) << "tick " << tick;
-    EXPECT_EQ(seen.x, it->second.x) << "tick " << tick;
-    EXPECT_EQ(seen.y, it->second.y) << "tick " << tick;
-  }
+  collect_in_turns(direct, relayed, 20, 0.05, &a, &b);
+  const int common = for_common_ticks(a, b, [](std::uint64_t tick, const Seen& seen, const Seen& there) {
+    EXPECT_EQ(seen.hash, there.hash) << "tick " << tick;
+    EXPECT_EQ(seen.x, there.x) << "tick " << tick;
+    EXPECT_EQ(seen.y, there.y) << "tick " << tick;
+  });
   EXPECT_GT(common, 20) << a.size() << " direct, " << b.size() << " relayed snapshots";
   EXPECT_GT(b.size(), 30u);
 }
@@ -108,16 +130,11 @@ TEST(Relay, TwoChainedRelaysShowTheDirectViewersHashesTickForTick) {
 using Events = std::map<std::uint64_t, std::vector<std::tuple<std::uint32_t, std::uint32_t, float, float>>>;
 
 void collect_events(client::Connection& c, double seconds, Events* out) {
-  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  v1::ServerMessage m;
-  while (Clock::now() < end) {
-    ASSERT_TRUE(c.receive(&m, 5.0)) << c.error();
-    if (!m.has_snapshot()) continue;
-    auto& events = (*out)[m.snapshot().tick()];
-    events.clear();
-    for (const v1::CollisionEvent& e : m.snapshot().events())
-      events.emplace_back(e.a(), e.b(), e.point().x(), e.point().y());
-  }
+  collect_by_tick(c, seconds, out, [](const v1::Snapshot& s) {
+    Events::mapped_type events;
+    for (const v1::CollisionEvent& e : s.events()) events.emplace_back(e.a(), e.b(), e.point().x(), e.point().y());
+    return events;
+  });
 }
 
 // A viewer that wants events: all of them, or those at `min_event_speed` or
@@ -153,14 +170,11 @@ TEST(Relay, AViewerWantingEventsGetsTheServersEvents) {
     collect_events(direct, 0.05, &a);
     collect_events(relayed, 0.05, &b);
   }
-  int common = 0, with_events = 0;
-  for (const auto& [tick, list] : b) {
-    const auto it = a.find(tick);
-    if (it == a.end()) continue;
-    ++common;
+  int with_events = 0;
+  const int common = for_common_ticks(a, b, [&](std::uint64_t tick, const auto& list, const auto& there) {
     with_events += list.empty() ? 0 : 1;
-    EXPECT_EQ(list, it->second) << "tick " << tick;
-  }
+    EXPECT_EQ(list, there) << "tick " << tick;
+  });
   EXPECT_GT(common, 20);
   EXPECT_GT(with_events, 5);
 }
@@ -169,15 +183,11 @@ TEST(Relay, AViewerWantingEventsGetsTheServersEvents) {
 using FullEvents = std::map<std::uint64_t, std::vector<std::string>>;
 
 void collect_full_events(client::Connection& c, double seconds, FullEvents* out) {
-  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  v1::ServerMessage m;
-  while (Clock::now() < end) {
-    ASSERT_TRUE(c.receive(&m, 5.0)) << c.error();
-    if (!m.has_snapshot()) continue;
-    auto& events = (*out)[m.snapshot().tick()];
-    events.clear();
-    for (const v1::CollisionEvent& e : m.snapshot().events()) events.push_back(e.ShortDebugString());
-  }
+  collect_by_tick(c, seconds, out, [](const v1::Snapshot& s) {
+    FullEvents::mapped_type events;
+    for (const v1::CollisionEvent& e : s.events()) events.push_back(e.ShortDebugString());
+    return events;
+  });
 }
 
 // The relay knows no masses: it asks upstream for the events of the lowest
@@ -240,19 +250,12 @@ TEST(Relay, ViewersAtACoarserQuantumGetTheServersOwnRounding) {
   for (int round = 0; round < 10; ++round)
     for (client::Connection* c : {&relayed, &direct}) collect(*c, 0.03, &drained);
   std::map<std::uint64_t, Seen> a, b;
-  for (int round = 0; round < 20; ++round) {
-    collect(direct, 0.03, &a);
-    collect(relayed, 0.03, &b);
-  }
-  int common = 0;
-  for (const auto& [tick, seen] : b) {
-    const auto it = a.find(tick);
-    if (it == a.end()) continue;
-    ++common;
+  collect_in_turns(direct, relayed, 20, 0.03, &a, &b);
+  const int common = for_common_ticks(a, b, [](std::uint64_t tick, const Seen& seen, const Seen& there) {
     ASSERT_FALSE(seen.x.empty());
-    EXPECT_EQ(seen.x, it->second.x) << "tick " << tick;
-    EXPECT_EQ(seen.y, it->second.y) << "tick " << tick;
-  }
+    EXPECT_EQ(seen.x, there.x) << "tick " << tick;
+    EXPECT_EQ(seen.y, there.y) << "tick " << tick;
+  });
   EXPECT_GT(common, 20) << r.log();
   EXPECT_NE(r.log().find("quanta 0.004 m"), std::string::npos) << r.log();
 }

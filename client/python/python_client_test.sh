@@ -45,6 +45,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# After a check: stops the test, with the server's log, when it failed.
+# usage: CHECK; passed_or_fail "WHAT" (reads CHECK's status)
+passed_or_fail() {
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "FAIL: $1 exited with $rc; server log:" >&2
+    cat "$work/server.log" >&2
+    exit 1
+  fi
+}
+
 # shellcheck source=../../tests/support/server.sh
 . "$(dirname "$0")/../../tests/support/server.sh"
 mkdir "$work/scenarios"
@@ -60,12 +71,7 @@ seed=12345
 for tables in "" --no-compact --no-body-tables; do
   PYTHONPATH="$proto_py_dir${PYTHONPATH:+:$PYTHONPATH}" \
     "$python" "$client" --server "127.0.0.1:$port" --snapshots 5 --spawn 50 --seed $seed $tables
-  rc=$?
-  if [ "$rc" -ne 0 ]; then
-    echo "FAIL: carom_client.py ${tables:-(body tables)} exited with $rc; server log:" >&2
-    cat "$work/server.log" >&2
-    exit 1
-  fi
+  passed_or_fail "carom_client.py ${tables:-(body tables)}"
   seed=$((seed + 1))
 done
 
@@ -98,12 +104,7 @@ except carom_client.ServerRefused as refused:
     assert refused.field == "hello.role", refused.field
 print("fields: ok")
 PY
-rc=$?
-if [ "$rc" -ne 0 ]; then
-  echo "FAIL: the field checks exited with $rc; server log:" >&2
-  cat "$work/server.log" >&2
-  exit 1
-fi
+passed_or_fail "the field checks"
 # list_scenarios, as a viewer: the directory's files, sorted, with their
 # descriptions and body counts; then, the directory gone, NOT_FOUND.
 PYTHONPATH="$proto_py_dir:$(dirname "$client")${PYTHONPATH:+:$PYTHONPATH}" "$python" - "127.0.0.1:$port" "$work/scenarios" <<'PY'
@@ -128,12 +129,7 @@ with carom_client.connect(address, pb.ROLE_VIEWER, wishes=wishes) as viewer:
         assert "cannot read the scenario directory" in failed.message, failed.message
 print("list_scenarios: ok")
 PY
-rc=$?
-if [ "$rc" -ne 0 ]; then
-  echo "FAIL: the list_scenarios checks exited with $rc; server log:" >&2
-  cat "$work/server.log" >&2
-  exit 1
-fi
+passed_or_fail "the list_scenarios checks"
 # The compact stream. Offline: the C++ codec's frames decode to the C++
 # decoder's integers (corrupt ones refused alike), the protocol's worked
 # example, hostile bytes raise CompactError and nothing else, and a delta
@@ -393,10 +389,5 @@ with carom_client.connect(address, pb.ROLE_CONTROLLER) as ctl:
     assert compared > 20, "only %d events compared" % compared
     print("compact events live: %d events decoded as the server's" % compared)
 PY
-rc=$?
-if [ "$rc" -ne 0 ]; then
-  echo "FAIL: the compact checks exited with $rc; server log:" >&2
-  cat "$work/server.log" >&2
-  exit 1
-fi
+passed_or_fail "the compact checks"
 echo "PASS"
