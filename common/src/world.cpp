@@ -82,10 +82,17 @@ using Clock = std::chrono::steady_clock;
 
 // Discrete solver constants (see resolve.cpp; the speculative distance is
 // in discrete.cpp).
-// Soft contacts (Box2D v3's): stiffness 0.4 of the substep rate (Box2D
-// takes 0.25; measured on the 52-row pile at 4 substeps: 0.25 leaves 7.3%
-// overlap, 0.35 3.1%, 0.4 2.7% and settles, 0.5 boils), damping ratio 10.
-constexpr double kContactRate = 0.4;
+// Soft contacts (Box2D v3's), damping ratio 10, as stiff as the soft passes
+// a substep makes can hold without boiling: a share of the substep rate that
+// grows with the passes (Box2D takes 0.25 with its one pass). Measured on the
+// 52-row pile (tests/stability_test.cpp) at substeps 1..8: one pass boils at
+// 0.4 (never settles; 0.25 settles at every substep count); two passes hold
+// 0.4 (2.4% overlap at 4 substeps; 0.25 leaves 7.3%, 0.5 boils); three 0.45
+// (2.1-2.6%); four or more 0.5 (1.5%).
+double contact_rate(int passes) {
+  constexpr double kRate[] = {0.25, 0.4, 0.45, 0.5};
+  return kRate[std::clamp(passes, 1, 4) - 1];
+}
 constexpr double kContactDamping = 10.0;
 // The soft bias pushes overlapping bodies apart at most this many smallest
 // radii a second (Box2D: 3 m/s).
@@ -384,10 +391,11 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.resting = resting;
   ctx.iterations = p.iterations;
   ctx.bounds = p.bounds;
-  // Box2D v3's soft contact: a quarter of the substep rate, damping ratio 10;
-  // walls, being static, twice as stiff.
-  ctx.pair_soft = make_softness(kContactRate * ctx.inv_h, kContactDamping, h);
-  ctx.wall_soft = make_softness(2.0 * kContactRate * ctx.inv_h, kContactDamping, h);
+  // Box2D v3's soft contact (see contact_rate); walls, being static, twice
+  // as stiff.
+  const double rate = contact_rate(p.iterations);
+  ctx.pair_soft = make_softness(rate * ctx.inv_h, kContactDamping, h);
+  ctx.wall_soft = make_softness(2.0 * rate * ctx.inv_h, kContactDamping, h);
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
