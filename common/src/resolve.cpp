@@ -576,16 +576,21 @@ void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const Solve
   const double* const x = b.x.data();
   const double* const y = b.y.data();
   const double* const r = b.r.data();
+  // The passes change velocities only, so each sees the same gaps: the first
+  // measures them into `sep` (the gap at detection is not needed again this
+  // substep), the later ones read them there.
   for (int it = 0; it < ctx.relax_passes; ++it) {
+    const bool measure = it == 0;
     for_walls(walls, [&](WallContact& w) {
-      wall_soft(v, w, wall_gap(b, w.entry, ctx.bounds), false, ctx);
+      if (measure) w.sep = wall_gap(b, w.entry, ctx.bounds);
+      wall_soft(v, w, w.sep, false, ctx);
       return 0u;
     });
     for_colours(cs, [&](std::size_t k) {
       const Pair p = pairs[k];
       Contact& c = geo[k];
-      const double gap = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - (r[p.a] + r[p.b]);
-      soft(v, p, c, gap, ctx.pair_soft, false, ctx);
+      if (measure) c.sep = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - (r[p.a] + r[p.b]);
+      soft(v, p, c, c.sep, ctx.pair_soft, false, ctx);
       return 0u;
     });
   }

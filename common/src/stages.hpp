@@ -21,7 +21,7 @@ namespace carom::detail {
 /// passes read and write for the contact, and nothing else.
 struct Contact {
   double nx = 0, ny = 0;        // unit normal from a to b at detection
-  double sep = 0;               // gap at detection, |b - a| - (r_a + r_b), m (< 0: overlap)
+  double sep = 0;               // gap at detection, |b - a| - (r_a + r_b), m (< 0: overlap); in relax: after the move
   double spare = 0;             // unused: keeps a contact at one cache line
   double share_a = 0;           // m_b / (m_a + m_b): a's share of a relative velocity change
   double share_b = 0;           // m_a / (m_a + m_b)
@@ -54,7 +54,7 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
 /// 2 | wall (0 min x, 1 max x, 2 min y, 3 max y).
 struct WallContact {
   std::uint32_t entry = 0;
-  double sep = 0;              // gap to the wall at detection, m
+  double sep = 0;              // gap to the wall at detection, m; in relax: after the move
   double accum = 0;            // as Contact::accum
   double bounce = 0;           // as Contact::bounce
 };
