@@ -205,6 +205,12 @@ void collide_walls(const BodyStore& b, const Bounds& box, double speculative, Wa
 /// colour by colour. Returns the number of pair contacts that collided.
 std::uint64_t solve_contacts(BodyStore& b, Contacts& contacts, WallContacts& walls, const SolveContext& ctx);
 
+/// Whether the discrete solver's velocity passes (warm start, soft, relax) may
+/// run four contacts at a time in AVX2 lanes, where the processor has them
+/// (the default). Lanes and one contact at a time give the same bits; tests
+/// switch the lanes off to check that. Call between steps only.
+void allow_simd(bool allowed);
+
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
 /// bias's velocity taken out again, speculative contacts still holding), then
 /// what each contact carries is kept to warm-start the next substep.
