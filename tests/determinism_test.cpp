@@ -209,8 +209,10 @@ TEST(Determinism, SimdLanesGiveTheBitsOfOneContactAtATime) {
     std::uint64_t loaded = 0;
     for (int s = 0; s < 150; ++s) {
       detail::allow_simd(true);
+      ASSERT_TRUE(detail::simd_in_use()) << "the processor has AVX2, so the lanes must run";
       lanes.step();
       detail::allow_simd(false);
+      ASSERT_FALSE(detail::simd_in_use());
       scalar.step();
       detail::allow_simd(true);
       ASSERT_EQ(lanes.state_hash(), scalar.state_hash()) << "first difference after step " << s + 1;

@@ -372,7 +372,11 @@ template <Pass kPass>
 }
 
 std::atomic<bool> simd_allowed{true};
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+// (A static initializer may run before the runtime's own CPU detection.)
+const bool kHaveAvx2 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}();
 
 // One velocity pass over every contact, colour by colour (for_colours' order
 // and split), in AVX2 lanes where the processor has them.
@@ -439,6 +443,7 @@ inline double wall_gap(const BodyStore& b, std::uint32_t entry, const Bounds& bo
 }  // namespace
 
 void allow_simd(bool allowed) { simd_allowed.store(allowed, std::memory_order_relaxed); }
+bool simd_in_use() { return kHaveAvx2 && simd_allowed.load(std::memory_order_relaxed); }
 
 void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool low_memory) {
   out.used.assign(bodies, 0);

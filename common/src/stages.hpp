@@ -210,6 +210,8 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& contacts, WallContacts& wal
 /// (the default). Lanes and one contact at a time give the same bits; tests
 /// switch the lanes off to check that. Call between steps only.
 void allow_simd(bool allowed);
+/// Whether the velocity passes run in AVX2 lanes now.
+bool simd_in_use();
 
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
 /// bias's velocity taken out again, speculative contacts still holding), then
