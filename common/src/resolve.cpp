@@ -270,12 +270,53 @@ void run_scalar(Vel v, const Pair* pairs, Contact* geo, std::size_t k0, std::siz
   }
 }
 
-template <Pass kPass>
-[[gnu::target("avx2")]] void run_avx2(Vel v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_t k1,
-                                      const BodyStore& b, const SolveContext& ctx) {
+// Four contacts of one colour in lanes: their geometry, transposed from
+// their cache lines, and their bodies' velocities, loaded lane by lane (AVX2
+// gathers were slower).
+struct Quad {
+  Pair p[4];
+  __m256d nx, ny, sep, share_a, share_b, accum;
+  __m256d vax, vay, vbx, vby;
+};
+[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad(Vel v, const Pair* pairs, const Contact* geo,
+                                                                  std::size_t k) {
   static_assert(sizeof(Contact) == 64 && offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 &&
                 offsetof(Contact, sep) == 16 && offsetof(Contact, share_a) == 32 && offsetof(Contact, share_b) == 40 &&
                 offsetof(Contact, accum) == 48);
+  Quad q;
+  const double* g = &geo[k].nx;
+  const __m256d r0 = _mm256_loadu_pd(g), r1 = _mm256_loadu_pd(g + 8), r2 = _mm256_loadu_pd(g + 16),
+                r3 = _mm256_loadu_pd(g + 24);
+  const __m256d s0 = _mm256_loadu_pd(g + 4), s1 = _mm256_loadu_pd(g + 12), s2 = _mm256_loadu_pd(g + 20),
+                s3 = _mm256_loadu_pd(g + 28);
+  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+  q.nx = _mm256_permute2f128_pd(t0, t2, 0x20);
+  q.ny = _mm256_permute2f128_pd(t1, t3, 0x20);
+  q.sep = _mm256_permute2f128_pd(t0, t2, 0x31);
+  const __m256d u0 = _mm256_unpacklo_pd(s0, s1), u1 = _mm256_unpackhi_pd(s0, s1);
+  const __m256d u2 = _mm256_unpacklo_pd(s2, s3), u3 = _mm256_unpackhi_pd(s2, s3);
+  q.share_a = _mm256_permute2f128_pd(u0, u2, 0x20);
+  q.accum = _mm256_permute2f128_pd(u0, u2, 0x31);
+  q.share_b = _mm256_permute2f128_pd(u1, u3, 0x20);
+  for (int i = 0; i < 4; ++i) q.p[i] = pairs[k + static_cast<std::size_t>(i)];
+  const Pair* p = q.p;
+  q.vax = _mm256_setr_pd(v.vx[p[0].a], v.vx[p[1].a], v.vx[p[2].a], v.vx[p[3].a]);
+  q.vay = _mm256_setr_pd(v.vy[p[0].a], v.vy[p[1].a], v.vy[p[2].a], v.vy[p[3].a]);
+  q.vbx = _mm256_setr_pd(v.vx[p[0].b], v.vx[p[1].b], v.vx[p[2].b], v.vx[p[3].b]);
+  q.vby = _mm256_setr_pd(v.vy[p[0].b], v.vy[p[1].b], v.vy[p[2].b], v.vy[p[3].b]);
+  return q;
+}
+
+// normal_velocity in lanes.
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d normal_velocity(const Quad& q) {
+  return _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(q.vbx, q.vax), q.nx),
+                       _mm256_mul_pd(_mm256_sub_pd(q.vby, q.vay), q.ny));
+}
+
+template <Pass kPass>
+[[gnu::target("avx2")]] void run_avx2(Vel v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_t k1,
+                                      const BodyStore& b, const SolveContext& ctx) {
   const __m256d zero = _mm256_setzero_pd();
   const __m256d inv_h = _mm256_set1_pd(ctx.inv_h);
   const Softness& sf = ctx.pair_soft;
@@ -288,21 +329,11 @@ template <Pass kPass>
   const double* const r = b.r.data();
   std::size_t k = k0;
   for (; k + 4 <= k1; k += 4) {
-    // Four contacts, 8 doubles each, transposed: nx, ny, sep; share_a, share_b, accum.
-    const double* g = &geo[k].nx;
-    const __m256d r0 = _mm256_loadu_pd(g), r1 = _mm256_loadu_pd(g + 8), r2 = _mm256_loadu_pd(g + 16),
-                  r3 = _mm256_loadu_pd(g + 24);
-    const __m256d s0 = _mm256_loadu_pd(g + 4), s1 = _mm256_loadu_pd(g + 12), s2 = _mm256_loadu_pd(g + 20),
-                  s3 = _mm256_loadu_pd(g + 28);
-    const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-    const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-    const __m256d nx = _mm256_permute2f128_pd(t0, t2, 0x20), ny = _mm256_permute2f128_pd(t1, t3, 0x20);
-    __m256d sep = _mm256_permute2f128_pd(t0, t2, 0x31);
-    const __m256d u0 = _mm256_unpacklo_pd(s0, s1), u1 = _mm256_unpackhi_pd(s0, s1);
-    const __m256d u2 = _mm256_unpacklo_pd(s2, s3), u3 = _mm256_unpackhi_pd(s2, s3);
-    const __m256d share_a = _mm256_permute2f128_pd(u0, u2, 0x20), accum = _mm256_permute2f128_pd(u0, u2, 0x31);
-    const __m256d share_b = _mm256_permute2f128_pd(u1, u3, 0x20);
-    const Pair p[4] = {pairs[k], pairs[k + 1], pairs[k + 2], pairs[k + 3]};
+    const Quad q = load_quad(v, pairs, geo, k);
+    const Pair* const p = q.p;
+    const __m256d nx = q.nx, ny = q.ny, share_a = q.share_a, share_b = q.share_b, accum = q.accum;
+    const __m256d vax = q.vax, vay = q.vay, vbx = q.vbx, vby = q.vby;
+    __m256d sep = q.sep;
     if constexpr (kPass == Pass::kRelaxMeasure) {
       // The gap now: (x_b - x_a) . n - (r_a + r_b).
       const __m256d dx = _mm256_sub_pd(_mm256_setr_pd(x[p[0].b], x[p[1].b], x[p[2].b], x[p[3].b]),
@@ -314,20 +345,15 @@ template <Pass kPass>
       sep = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(dx, nx), _mm256_mul_pd(dy, ny)), reach);
       alignas(32) double gap[4];
       _mm256_store_pd(gap, sep);
-      for (int q = 0; q < 4; ++q) geo[k + static_cast<std::size_t>(q)].sep = gap[q];
+      for (int i = 0; i < 4; ++i) geo[k + static_cast<std::size_t>(i)].sep = gap[i];
     }
-    const __m256d vax = _mm256_setr_pd(v.vx[p[0].a], v.vx[p[1].a], v.vx[p[2].a], v.vx[p[3].a]);
-    const __m256d vay = _mm256_setr_pd(v.vy[p[0].a], v.vy[p[1].a], v.vy[p[2].a], v.vy[p[3].a]);
-    const __m256d vbx = _mm256_setr_pd(v.vx[p[0].b], v.vx[p[1].b], v.vx[p[2].b], v.vx[p[3].b]);
-    const __m256d vby = _mm256_setr_pd(v.vy[p[0].b], v.vy[p[1].b], v.vy[p[2].b], v.vy[p[3].b]);
     __m256d fresh, change, moves;
     if constexpr (kPass == Pass::kWarm) {
       fresh = accum;
       change = accum;
       moves = _mm256_cmp_pd(accum, zero, _CMP_GT_OQ);
     } else {
-      const __m256d un =
-          _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(vbx, vax), nx), _mm256_mul_pd(_mm256_sub_pd(vby, vay), ny));
+      const __m256d un = normal_velocity(q);
       // soft_accum. max(0, x) and max(b, a) return their second operand when
       // the two compare equal, as std::max(x, 0.0) and std::max(a, b) do.
       const __m256d speculative = _mm256_cmp_pd(sep, zero, _CMP_GT_OQ);
@@ -360,12 +386,12 @@ template <Pass kPass>
     _mm256_store_pd(out[2], _mm256_blendv_pd(vay, _mm256_sub_pd(vay, _mm256_mul_pd(da, ny)), moves));
     _mm256_store_pd(out[3], _mm256_blendv_pd(vbx, _mm256_add_pd(vbx, _mm256_mul_pd(db, nx)), moves));
     _mm256_store_pd(out[4], _mm256_blendv_pd(vby, _mm256_add_pd(vby, _mm256_mul_pd(db, ny)), moves));
-    for (int q = 0; q < 4; ++q) {
-      geo[k + static_cast<std::size_t>(q)].accum = out[0][q];
-      v.vx[p[q].a] = out[1][q];
-      v.vy[p[q].a] = out[2][q];
-      v.vx[p[q].b] = out[3][q];
-      v.vy[p[q].b] = out[4][q];
+    for (int i = 0; i < 4; ++i) {
+      geo[k + static_cast<std::size_t>(i)].accum = out[0][i];
+      v.vx[p[i].a] = out[1][i];
+      v.vy[p[i].a] = out[2][i];
+      v.vx[p[i].b] = out[3][i];
+      v.vy[p[i].b] = out[4][i];
     }
   }
   run_scalar<kPass>(v, pairs, geo, k, k1, b, ctx);
@@ -383,22 +409,10 @@ template <class Look>
   const __m256d least = _mm256_set1_pd(-ctx.resting), h = _mm256_set1_pd(ctx.h);
   std::size_t k = k0;
   for (; k + 4 <= k1; k += 4) {
-    const double* g = &geo[k].nx;
-    const __m256d r0 = _mm256_loadu_pd(g), r1 = _mm256_loadu_pd(g + 8), r2 = _mm256_loadu_pd(g + 16),
-                  r3 = _mm256_loadu_pd(g + 24);
-    const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-    const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-    const __m256d nx = _mm256_permute2f128_pd(t0, t2, 0x20), ny = _mm256_permute2f128_pd(t1, t3, 0x20);
-    const __m256d sep = _mm256_permute2f128_pd(t0, t2, 0x31);
-    const Pair p[4] = {pairs[k], pairs[k + 1], pairs[k + 2], pairs[k + 3]};
-    const __m256d vax = _mm256_setr_pd(v.vx[p[0].a], v.vx[p[1].a], v.vx[p[2].a], v.vx[p[3].a]);
-    const __m256d vay = _mm256_setr_pd(v.vy[p[0].a], v.vy[p[1].a], v.vy[p[2].a], v.vy[p[3].a]);
-    const __m256d vbx = _mm256_setr_pd(v.vx[p[0].b], v.vx[p[1].b], v.vx[p[2].b], v.vx[p[3].b]);
-    const __m256d vby = _mm256_setr_pd(v.vy[p[0].b], v.vy[p[1].b], v.vy[p[2].b], v.vy[p[3].b]);
-    const __m256d un =
-        _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(vbx, vax), nx), _mm256_mul_pd(_mm256_sub_pd(vby, vay), ny));
+    const Quad q = load_quad(v, pairs, geo, k);
+    const __m256d un = normal_velocity(q);
     const __m256d fires = _mm256_and_pd(_mm256_cmp_pd(un, least, _CMP_LT_OQ),
-                                        _mm256_cmp_pd(_mm256_add_pd(sep, _mm256_mul_pd(un, h)), zero, _CMP_LE_OQ));
+                                        _mm256_cmp_pd(_mm256_add_pd(q.sep, _mm256_mul_pd(un, h)), zero, _CMP_LE_OQ));
     for (int bits = _mm256_movemask_pd(fires); bits != 0; bits &= bits - 1)
       look(k + static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(bits))));
   }
