@@ -47,9 +47,10 @@
 //     (Box2D's relax does, and cools an elastic gas).
 //  6. What each contact carries warm-starts the next substep.
 // The velocity passes (warm start, soft, relax) run four contacts of a colour
-// at a time in AVX2 lanes where the processor has them (run_avx2): the same
-// operations in the same order as one contact at a time, so the same bits
-// (a test compares the two after every step).
+// at a time in AVX2 lanes where the processor has them (run_avx2), and so
+// does the first impact pass's test (may_fire_avx2): the same operations in
+// the same order as one contact at a time, so the same bits (a test compares
+// the two after every step).
 // Verlet: position passes push overlapping pairs fully apart along their
 // normal at the start of the substep (never through each other), a wall
 // holding what it clamps; velocities follow from the motion, and then
