@@ -64,10 +64,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstddef>
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <numbers>
 #include <span>
 
