@@ -18,7 +18,10 @@
 // order, each block copying into slots a prefix sum gave it: the contact list
 // is the same for any thread count. Coincident centres get the normal (1, 0): a fixed choice.
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -26,6 +29,35 @@
 #include "stages.hpp"
 
 namespace carom::detail {
+namespace {
+
+// Calls look(k) for each candidate k of the block, in order, that may be a
+// contact: four at a time, lanes compute collide's test (the squared
+// distance below the squared reach plus the speculative distance) with the
+// same operations, and a candidate that fails it is not looked at.
+template <class Look>
+[[gnu::target("avx2")]] void near_candidates_avx2(const double* x, const double* y, const double* r, const Pair* block,
+                                                  std::size_t size, double speculative, Look&& look) {
+  const __m256d spec = _mm256_set1_pd(speculative);
+  std::size_t k = 0;
+  for (; k + 4 <= size; k += 4) {
+    const Pair* p = block + k;
+    const __m256d dx = _mm256_sub_pd(_mm256_setr_pd(x[p[0].b], x[p[1].b], x[p[2].b], x[p[3].b]),
+                                     _mm256_setr_pd(x[p[0].a], x[p[1].a], x[p[2].a], x[p[3].a]));
+    const __m256d dy = _mm256_sub_pd(_mm256_setr_pd(y[p[0].b], y[p[1].b], y[p[2].b], y[p[3].b]),
+                                     _mm256_setr_pd(y[p[0].a], y[p[1].a], y[p[2].a], y[p[3].a]));
+    const __m256d near = _mm256_add_pd(_mm256_add_pd(_mm256_setr_pd(r[p[0].a], r[p[1].a], r[p[2].a], r[p[3].a]),
+                                                     _mm256_setr_pd(r[p[0].b], r[p[1].b], r[p[2].b], r[p[3].b])),
+                                       spec);
+    const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+    for (int hits = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(near, near), _CMP_LT_OQ)); hits != 0;
+         hits &= hits - 1)
+      look(k + static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(hits))));
+  }
+  for (; k < size; ++k) look(k);
+}
+
+}  // namespace
 
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
                       double speculative, bool points, Contacts& out) {
@@ -39,6 +71,9 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   // Each block writes its contacts into its own list, warm values merged in
   // (both lists are in candidate order).
   const auto& warm = out.warm;
+  // Where few candidates were contacts last substep (a gas), lanes test four
+  // at a time and only those that pass are looked at again.
+  const bool sparse = simd_in_use() && 4 * out.pairs.size() < candidates.count;
   for_blocks(nb, 1, [&, x, y, r, m, speculative, points](std::size_t blk, std::size_t, std::size_t) {
     const Pair* const block = candidates.blocks[blk].data();
     const std::size_t size = candidates.blocks[blk].size();
@@ -50,13 +85,13 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
     const std::uint32_t first_k = first[blk];
     std::size_t w = static_cast<std::size_t>(
         std::lower_bound(warm.begin(), warm.end(), std::make_pair(first_k, 0.0)) - warm.begin());
-    for (std::size_t k = 0; k < size; ++k) {
+    const auto look = [&](std::size_t k) __attribute__((always_inline)) {
       const Pair p = block[k];
       const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
       const double reach = r[p.a] + r[p.b];
       const double near = reach + speculative;
       const double d2 = dx * dx + dy * dy;
-      if (!(d2 < near * near)) continue;
+      if (!(d2 < near * near)) return;
       const std::uint32_t cand = first_k + static_cast<std::uint32_t>(k);
       Contact c;
       double d = 0.0;
@@ -86,6 +121,11 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
       local.pairs.push_back(p);
       local.geometry.push_back(c);
       local.candidate.push_back(cand);
+    };
+    if (sparse) {
+      near_candidates_avx2(x, y, r, block, size, speculative, look);
+    } else {
+      for (std::size_t k = 0; k < size; ++k) look(k);
     }
   });
   // Join the lists in block order (each block copies its own slots).
