@@ -17,6 +17,9 @@
 // Each candidate block writes its own list; the lists are joined in block
 // order, each block copying into slots a prefix sum gave it: the contact list
 // is the same for any thread count. Coincident centres get the normal (1, 0): a fixed choice.
+// Where few candidates were contacts last substep (a gas), AVX2 lanes run the
+// distance test four candidates at a time and only those that pass are looked
+// at again (near_candidates_avx2): the same operations, so the same bits.
 
 #include <immintrin.h>
 

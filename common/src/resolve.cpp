@@ -433,9 +433,9 @@ template <Pass kPass>
 void velocity_pass(const BodyStore& b, Vel v, Contacts& cs, const SolveContext& ctx) {
   Contact* const geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
+  const bool lanes = simd_in_use();
   for_colour_runs(cs, [&](std::size_t k0, std::size_t k1, bool independent) {
-    if (independent && kHaveAvx2 && simd_allowed.load(std::memory_order_relaxed))
-      return run_avx2<kPass>(v, pairs, geo, k0, k1, b, ctx);
+    if (independent && lanes) return run_avx2<kPass>(v, pairs, geo, k0, k1, b, ctx);
     run_scalar<kPass>(v, pairs, geo, k0, k1, b, ctx);
   });
 }

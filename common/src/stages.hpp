@@ -205,12 +205,14 @@ void collide_walls(const BodyStore& b, const Bounds& box, double speculative, Wa
 /// colour by colour. Returns the number of pair contacts that collided.
 std::uint64_t solve_contacts(BodyStore& b, Contacts& contacts, WallContacts& walls, const SolveContext& ctx);
 
-/// Whether the discrete solver's velocity passes (warm start, soft, relax) may
-/// run four contacts at a time in AVX2 lanes, where the processor has them
-/// (the default). Lanes and one contact at a time give the same bits; tests
-/// switch the lanes off to check that. Call between steps only.
+/// Whether the discrete solver may take four contacts (or candidates) at a
+/// time in AVX2 lanes, where the processor has them (the default): the
+/// velocity passes (warm start, soft, relax), the first impact pass's test
+/// and, where contacts are few, the narrow phase's distance test. Lanes and
+/// one at a time give the same bits; tests switch the lanes off to check
+/// that. Call between steps only.
 void allow_simd(bool allowed);
-/// Whether the velocity passes run in AVX2 lanes now.
+/// Whether the lanes run now.
 bool simd_in_use();
 
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
