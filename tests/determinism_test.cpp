@@ -188,7 +188,8 @@ TEST_P(Determinism, LargePileAgreesBetweenOneAndEightThreadsAfterEveryStep) {
 // lanes: the same operations as one contact at a time, so the same bits. A
 // compressed pile settling (impacts, soft passes, relax, warm starts) and a
 // lively gas with mixed masses (shares other than 1/2), each compared after
-// every step.
+// every step. The same for the solver's copy of the velocities (a body's two
+// components side by side) against the body store's arrays.
 TEST(Determinism, SimdLanesGiveTheBitsOfOneContactAtATime) {
   if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this processor: only the scalar passes run";
   test::PileSpec spec;
@@ -205,20 +206,34 @@ TEST(Determinism, SimdLanesGiveTheBitsOfOneContactAtATime) {
   for (std::size_t i = 0; i < gas.bodies.size(); i += 3) gas.bodies[i].mass = 2.5;
   for (Gas* g : {&pile, &gas}) {
     g->params.solver = Solver::kDiscrete;
-    World lanes = make_world(*g, 2), scalar = make_world(*g, 2);
-    std::uint64_t loaded = 0;
+    // Lanes on the solver's velocity copy (the default), one contact at a
+    // time on it, and lanes on the body store's own arrays.
+    World lanes = make_world(*g, 2), scalar = make_world(*g, 2), uncopied = make_world(*g, 2);
+    std::uint64_t loaded = 0, copied = 0;
     for (int s = 0; s < 150; ++s) {
       detail::allow_simd(true);
       ASSERT_TRUE(detail::simd_in_use()) << "the processor has AVX2, so the lanes must run";
+      const std::uint64_t copies = detail::velocity_copies();
       lanes.step();
+      copied += detail::velocity_copies() - copies;
       detail::allow_simd(false);
       ASSERT_FALSE(detail::simd_in_use());
       scalar.step();
       detail::allow_simd(true);
+      detail::allow_velocity_copy(false);
+      const std::uint64_t before = detail::velocity_copies();
+      uncopied.step();
+      ASSERT_EQ(detail::velocity_copies(), before) << "the copy was switched off";
+      detail::allow_velocity_copy(true);
       ASSERT_EQ(lanes.state_hash(), scalar.state_hash()) << "first difference after step " << s + 1;
+      ASSERT_EQ(lanes.state_hash(), uncopied.state_hash()) << "first difference after step " << s + 1;
       loaded += lanes.stats().contacts;
     }
     EXPECT_GT(loaded, 150u * 100u) << "too few contacts to exercise the lanes";
+    // The settling pile has more contacts than bodies: the copy must run.
+    if (g == &pile) {
+      EXPECT_GT(copied, 150u) << "the pile's passes never worked on the velocity copy";
+    }
   }
 }
 

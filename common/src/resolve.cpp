@@ -93,6 +93,8 @@ constexpr double kDeepOverlap = 0.5;
 // of the stiffness of two passes once was (0.4 of the substep rate).
 constexpr double kLeaving = 0.055;
 constexpr int kDeepPasses = 32;
+// Bodies per parallel block when the velocities are copied (with_velocities).
+constexpr std::size_t kCopyBlock = std::size_t{1} << 16;
 
 // Runs fn(k) for every contact k, colour by colour; the contacts of a colour
 // in parallel (they share no body: any split, same bits). The overflow colour
@@ -162,24 +164,36 @@ std::uint64_t for_walls(WallContacts& walls, Fn&& fn) {
 
 // --- pairs ---------------------------------------------------------------
 
+// Velocities, as the body store keeps them (an array for each component)...
 struct Vel {
   double* vx;
   double* vy;
+  double& x(std::uint32_t i) const { return vx[i]; }
+  double& y(std::uint32_t i) const { return vy[i]; }
+};
+// ... or the solver's copy, the two components of a body side by side: one
+// cache line and one load for both (with_velocities).
+struct VelPairs {
+  double* w;
+  double& x(std::uint32_t i) const { return w[2 * i]; }
+  double& y(std::uint32_t i) const { return w[2 * i + 1]; }
 };
 struct Pos {
   double* x;
   double* y;
 };
 
-inline double normal_velocity(Vel v, Pair p, const Contact& c) {
-  return (v.vx[p.b] - v.vx[p.a]) * c.nx + (v.vy[p.b] - v.vy[p.a]) * c.ny;
+template <class V>
+inline double normal_velocity(V v, Pair p, const Contact& c) {
+  return (v.x(p.b) - v.x(p.a)) * c.nx + (v.y(p.b) - v.y(p.a)) * c.ny;
 }
 
-inline void push_velocity(Vel v, Pair p, const Contact& c, double du) {
-  v.vx[p.a] -= c.share_a * du * c.nx;
-  v.vy[p.a] -= c.share_a * du * c.ny;
-  v.vx[p.b] += c.share_b * du * c.nx;
-  v.vy[p.b] += c.share_b * du * c.ny;
+template <class V>
+inline void push_velocity(V v, Pair p, const Contact& c, double du) {
+  v.x(p.a) -= c.share_a * du * c.nx;
+  v.y(p.a) -= c.share_a * du * c.ny;
+  v.x(p.b) += c.share_b * du * c.nx;
+  v.y(p.b) += c.share_b * du * c.ny;
 }
 
 // An impact: u becomes -e u, the textbook 1D result (u_a' = u_a + (1 + e)
@@ -188,7 +202,8 @@ inline void push_velocity(Vel v, Pair p, const Contact& c, double du) {
 // A pair still apart (speculative) meets after t = gap / -u: until then it
 // moves at the old velocities, so each body is moved by (old - new velocity)
 // t, and the substep ends where the collision at the moment of contact puts it.
-inline bool impact(Vel v, Pos x, Pair p, Contact& c, std::uint8_t& collided, const SolveContext& ctx) {
+template <class V>
+inline bool impact(V v, Pos x, Pair p, Contact& c, std::uint8_t& collided, const SolveContext& ctx) {
   const double un = normal_velocity(v, p, c);
   if (!(un < -ctx.resting) || !(c.sep + un * ctx.h <= 0.0)) return false;
   const double du = -(1.0 + ctx.restitution) * un;
@@ -238,7 +253,8 @@ inline double soft_accum(double un, double gap, double accum, const Softness& sf
   return std::max(accum - (mass_scale * un + bias) - impulse_scale * accum, 0.0);
 }
 
-inline void soft(Vel v, Pair p, Contact& c, double gap, const Softness& sf, bool use_bias, const SolveContext& ctx) {
+template <class V>
+inline void soft(V v, Pair p, Contact& c, double gap, const Softness& sf, bool use_bias, const SolveContext& ctx) {
   const double accum = soft_accum(normal_velocity(v, p, c), gap, c.accum, sf, use_bias, ctx);
   const double change = accum - c.accum;
   if (change == 0.0) return;
@@ -255,8 +271,8 @@ inline void soft(Vel v, Pair p, Contact& c, double gap, const Softness& sf, bool
 enum class Pass { kWarm, kSoft, kRelaxMeasure, kRelax };
 
 // The same passes one contact at a time, in order.
-template <Pass kPass>
-void run_scalar(Vel v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_t k1, const BodyStore& b,
+template <Pass kPass, class V>
+void run_scalar(V v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_t k1, const BodyStore& b,
                 const SolveContext& ctx) {
   for (std::size_t k = k0; k < k1; ++k) {
     Contact& c = geo[k];
@@ -279,7 +295,47 @@ struct Quad {
   __m256d nx, ny, sep, share_a, share_b, accum;
   __m256d vax, vay, vbx, vby;
 };
-[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad(Vel v, const Pair* pairs, const Contact* geo,
+// Four bodies' velocities in lanes (x0 x1 x2 x3, y0 y1 y2 y3), and back.
+[[gnu::target("avx2"), gnu::always_inline]] inline void load_lanes(Vel v, std::uint32_t i0, std::uint32_t i1,
+                                                                  std::uint32_t i2, std::uint32_t i3, __m256d& x,
+                                                                  __m256d& y) {
+  x = _mm256_setr_pd(v.vx[i0], v.vx[i1], v.vx[i2], v.vx[i3]);
+  y = _mm256_setr_pd(v.vy[i0], v.vy[i1], v.vy[i2], v.vy[i3]);
+}
+[[gnu::target("avx2"), gnu::always_inline]] inline void load_lanes(VelPairs v, std::uint32_t i0, std::uint32_t i1,
+                                                                  std::uint32_t i2, std::uint32_t i3, __m256d& x,
+                                                                  __m256d& y) {
+  const __m256d b02 = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(v.w + 2 * std::size_t{i0})),
+                                           _mm_loadu_pd(v.w + 2 * std::size_t{i2}), 1);  // x0 y0 x2 y2
+  const __m256d b13 = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(v.w + 2 * std::size_t{i1})),
+                                           _mm_loadu_pd(v.w + 2 * std::size_t{i3}), 1);  // x1 y1 x3 y3
+  x = _mm256_unpacklo_pd(b02, b13);
+  y = _mm256_unpackhi_pd(b02, b13);
+}
+[[gnu::target("avx2"), gnu::always_inline]] inline void store_lanes(Vel v, std::uint32_t i0, std::uint32_t i1,
+                                                                   std::uint32_t i2, std::uint32_t i3, __m256d x,
+                                                                   __m256d y) {
+  alignas(32) double out[2][4];
+  _mm256_store_pd(out[0], x);
+  _mm256_store_pd(out[1], y);
+  const std::uint32_t i[4] = {i0, i1, i2, i3};
+  for (int l = 0; l < 4; ++l) {
+    v.vx[i[l]] = out[0][l];
+    v.vy[i[l]] = out[1][l];
+  }
+}
+[[gnu::target("avx2"), gnu::always_inline]] inline void store_lanes(VelPairs v, std::uint32_t i0, std::uint32_t i1,
+                                                                   std::uint32_t i2, std::uint32_t i3, __m256d x,
+                                                                   __m256d y) {
+  const __m256d b02 = _mm256_unpacklo_pd(x, y), b13 = _mm256_unpackhi_pd(x, y);
+  _mm_storeu_pd(v.w + 2 * std::size_t{i0}, _mm256_castpd256_pd128(b02));
+  _mm_storeu_pd(v.w + 2 * std::size_t{i1}, _mm256_castpd256_pd128(b13));
+  _mm_storeu_pd(v.w + 2 * std::size_t{i2}, _mm256_extractf128_pd(b02, 1));
+  _mm_storeu_pd(v.w + 2 * std::size_t{i3}, _mm256_extractf128_pd(b13, 1));
+}
+
+template <class V>
+[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad(V v, const Pair* pairs, const Contact* geo,
                                                                   std::size_t k) {
   static_assert(sizeof(Contact) == 64 && offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 &&
                 offsetof(Contact, sep) == 16 && offsetof(Contact, share_a) == 32 && offsetof(Contact, share_b) == 40 &&
@@ -302,10 +358,8 @@ struct Quad {
   q.share_b = _mm256_permute2f128_pd(u1, u3, 0x20);
   for (int i = 0; i < 4; ++i) q.p[i] = pairs[k + static_cast<std::size_t>(i)];
   const Pair* p = q.p;
-  q.vax = _mm256_setr_pd(v.vx[p[0].a], v.vx[p[1].a], v.vx[p[2].a], v.vx[p[3].a]);
-  q.vay = _mm256_setr_pd(v.vy[p[0].a], v.vy[p[1].a], v.vy[p[2].a], v.vy[p[3].a]);
-  q.vbx = _mm256_setr_pd(v.vx[p[0].b], v.vx[p[1].b], v.vx[p[2].b], v.vx[p[3].b]);
-  q.vby = _mm256_setr_pd(v.vy[p[0].b], v.vy[p[1].b], v.vy[p[2].b], v.vy[p[3].b]);
+  load_lanes(v, p[0].a, p[1].a, p[2].a, p[3].a, q.vax, q.vay);
+  load_lanes(v, p[0].b, p[1].b, p[2].b, p[3].b, q.vbx, q.vby);
   return q;
 }
 
@@ -315,8 +369,8 @@ struct Quad {
                        _mm256_mul_pd(_mm256_sub_pd(q.vby, q.vay), q.ny));
 }
 
-template <Pass kPass>
-[[gnu::target("avx2")]] void run_avx2(Vel v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_t k1,
+template <Pass kPass, class V>
+[[gnu::target("avx2")]] void run_avx2(V v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_t k1,
                                       const BodyStore& b, const SolveContext& ctx) {
   const __m256d zero = _mm256_setzero_pd();
   const __m256d inv_h = _mm256_set1_pd(ctx.inv_h);
@@ -381,19 +435,15 @@ template <Pass kPass>
     }
     if (_mm256_movemask_pd(moves) == 0) continue;
     const __m256d da = _mm256_mul_pd(share_a, change), db = _mm256_mul_pd(share_b, change);
-    alignas(32) double out[5][4];
-    _mm256_store_pd(out[0], _mm256_blendv_pd(accum, fresh, moves));
-    _mm256_store_pd(out[1], _mm256_blendv_pd(vax, _mm256_sub_pd(vax, _mm256_mul_pd(da, nx)), moves));
-    _mm256_store_pd(out[2], _mm256_blendv_pd(vay, _mm256_sub_pd(vay, _mm256_mul_pd(da, ny)), moves));
-    _mm256_store_pd(out[3], _mm256_blendv_pd(vbx, _mm256_add_pd(vbx, _mm256_mul_pd(db, nx)), moves));
-    _mm256_store_pd(out[4], _mm256_blendv_pd(vby, _mm256_add_pd(vby, _mm256_mul_pd(db, ny)), moves));
-    for (int i = 0; i < 4; ++i) {
-      geo[k + static_cast<std::size_t>(i)].accum = out[0][i];
-      v.vx[p[i].a] = out[1][i];
-      v.vy[p[i].a] = out[2][i];
-      v.vx[p[i].b] = out[3][i];
-      v.vy[p[i].b] = out[4][i];
-    }
+    alignas(32) double out[4];
+    _mm256_store_pd(out, _mm256_blendv_pd(accum, fresh, moves));
+    for (int i = 0; i < 4; ++i) geo[k + static_cast<std::size_t>(i)].accum = out[i];
+    store_lanes(v, p[0].a, p[1].a, p[2].a, p[3].a,
+                _mm256_blendv_pd(vax, _mm256_sub_pd(vax, _mm256_mul_pd(da, nx)), moves),
+                _mm256_blendv_pd(vay, _mm256_sub_pd(vay, _mm256_mul_pd(da, ny)), moves));
+    store_lanes(v, p[0].b, p[1].b, p[2].b, p[3].b,
+                _mm256_blendv_pd(vbx, _mm256_add_pd(vbx, _mm256_mul_pd(db, nx)), moves),
+                _mm256_blendv_pd(vby, _mm256_add_pd(vby, _mm256_mul_pd(db, ny)), moves));
   }
   run_scalar<kPass>(v, pairs, geo, k, k1, b, ctx);
 }
@@ -403,8 +453,8 @@ template <Pass kPass>
 // test (approaching faster than the resting speed and meeting within the
 // substep) with the same operations, and a lane that fails it is not looked
 // at (impact() would return false and change nothing).
-template <class Look>
-[[gnu::target("avx2")]] void may_fire_avx2(Vel v, const Pair* pairs, const Contact* geo, std::size_t k0,
+template <class V, class Look>
+[[gnu::target("avx2")]] void may_fire_avx2(V v, const Pair* pairs, const Contact* geo, std::size_t k0,
                                            std::size_t k1, const SolveContext& ctx, Look&& look) {
   const __m256d zero = _mm256_setzero_pd();
   const __m256d least = _mm256_set1_pd(-ctx.resting), h = _mm256_set1_pd(ctx.h);
@@ -421,6 +471,8 @@ template <class Look>
 }
 
 std::atomic<bool> simd_allowed{true};
+std::atomic<bool> copy_allowed{true};
+std::atomic<std::uint64_t> copies{0};
 // (A static initializer may run before the runtime's own CPU detection.)
 const bool kHaveAvx2 = [] {
   __builtin_cpu_init();
@@ -429,8 +481,8 @@ const bool kHaveAvx2 = [] {
 
 // One velocity pass over every contact, colour by colour (for_colours' order
 // and split), in AVX2 lanes where the processor has them.
-template <Pass kPass>
-void velocity_pass(const BodyStore& b, Vel v, Contacts& cs, const SolveContext& ctx) {
+template <Pass kPass, class V>
+void velocity_pass(const BodyStore& b, V v, Contacts& cs, const SolveContext& ctx) {
   Contact* const geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
   const bool lanes = simd_in_use();
@@ -450,13 +502,15 @@ inline void clamp_into(double& x, double& y, double r, const Bounds& box) {
 
 // The inward normal of wall w (0 min x, 1 max x, 2 min y, 3 max y) is +1 or -1
 // along x (w < 2) or y.
-inline double& wall_velocity(Vel v, std::uint32_t entry) {
+template <class V>
+inline double& wall_velocity(V v, std::uint32_t entry) {
   const std::uint32_t i = entry >> 2;
-  return (entry & 2u) ? v.vy[i] : v.vx[i];
+  return (entry & 2u) ? v.y(i) : v.x(i);
 }
 inline double wall_sign(std::uint32_t entry) { return (entry & 1u) ? -1.0 : 1.0; }
 
-inline bool wall_impact(Vel v, Pos x, WallContact& w, const SolveContext& ctx) {
+template <class V>
+inline bool wall_impact(V v, Pos x, WallContact& w, const SolveContext& ctx) {
   double& vel = wall_velocity(v, w.entry);
   const double s = wall_sign(w.entry);
   const double un = s * vel;
@@ -468,7 +522,8 @@ inline bool wall_impact(Vel v, Pos x, WallContact& w, const SolveContext& ctx) {
   return true;
 }
 
-inline void wall_soft(Vel v, WallContact& w, double gap, bool use_bias, const SolveContext& ctx) {
+template <class V>
+inline void wall_soft(V v, WallContact& w, double gap, bool use_bias, const SolveContext& ctx) {
   double& vel = wall_velocity(v, w.entry);
   const double s = wall_sign(w.entry);
   const double accum = soft_accum(s * vel, gap, w.accum, ctx.wall_soft, use_bias, ctx);
@@ -493,6 +548,8 @@ inline double wall_gap(const BodyStore& b, std::uint32_t entry, const Bounds& bo
 
 void allow_simd(bool allowed) { simd_allowed.store(allowed, std::memory_order_relaxed); }
 bool simd_in_use() { return kHaveAvx2 && simd_allowed.load(std::memory_order_relaxed); }
+void allow_velocity_copy(bool allowed) { copy_allowed.store(allowed, std::memory_order_relaxed); }
+std::uint64_t velocity_copies() { return copies.load(std::memory_order_relaxed); }
 
 void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool low_memory) {
   out.used.assign(bodies, 0);
@@ -586,15 +643,16 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
 namespace {
 
 // What the impact passes after the first read and write.
+template <class V>
 struct ImpactPass {
-  Vel v;
+  V v;
   Pos pos;
   Contact* geo;
   const Pair* pairs;
   std::uint8_t* collided;
   std::uint8_t* fired_in;  // per body, 1 + the pass an impact last changed it in
-  ImpactPass(BodyStore& b, Contacts& cs)
-      : v{b.vx.data(), b.vy.data()},
+  ImpactPass(V vel, BodyStore& b, Contacts& cs)
+      : v(vel),
         pos{b.x.data(), b.y.data()},
         geo(cs.geometry.data()),
         pairs(cs.pairs.data()),
@@ -610,7 +668,8 @@ struct ImpactPass {
 // Impact passes 2.. (see solve_contacts): the bodies stamped 1 in `fired`
 // changed in the first pass. Returns the contacts that collided for the first
 // time in these passes.
-std::uint64_t ImpactPass::cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
+template <class V>
+std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
                                   int passes) {
   const std::size_t n = b.size(), nc = cs.size();
   // Each body's contacts, in contact order (a counting sort).
@@ -690,7 +749,8 @@ std::uint64_t ImpactPass::cascade(BodyStore& b, Contacts& cs, WallContacts& wall
 // colour that skips those with no body changed last pass or this one: cheaper
 // than building the per-body index when contacts are few beside the bodies
 // (a gas). Same contacts in the same order, so the same bits.
-std::uint64_t ImpactPass::sweeps(Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
+template <class V>
+std::uint64_t ImpactPass<V>::sweeps(Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes) {
   std::uint64_t count = 0;
   for (int it = 1; it < passes; ++it) {
     const auto stamp = static_cast<std::uint8_t>(it + 1);
@@ -718,10 +778,39 @@ std::uint64_t ImpactPass::sweeps(Contacts& cs, WallContacts& walls, const SolveC
   return count;
 }
 
-}  // namespace
+// Runs body(v) on the bodies' velocities, returning what it returns: where
+// contacts are as many as the bodies or more (a pile), on the solver's copy
+// with a body's two components side by side (the lanes load and store a
+// body at once, and a body is one cache line instead of two), copied in
+// before and back after; else (a gas) on the body store's own arrays. The
+// same operations on the same values either way: the same bits.
+template <class Body>
+auto with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
+  const std::size_t n = b.size();
+  if (cs.size() < n || !copy_allowed.load(std::memory_order_relaxed)) return body(Vel{b.vx.data(), b.vy.data()});
+  copies.fetch_add(1, std::memory_order_relaxed);
+  cs.velocity.resize(2 * n);
+  double* const w = cs.velocity.data();
+  const double* const vx = b.vx.data();
+  const double* const vy = b.vy.data();
+  for_blocks(n, kCopyBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      w[2 * i] = vx[i];
+      w[2 * i + 1] = vy[i];
+    }
+  });
+  const auto result = body(VelPairs{w});
+  for_blocks(n, kCopyBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      b.vx[i] = w[2 * i];
+      b.vy[i] = w[2 * i + 1];
+    }
+  });
+  return result;
+}
 
-std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
-  const Vel v{b.vx.data(), b.vy.data()};
+template <class V>
+std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
   const Pos pos{b.x.data(), b.y.data()};
   Contact* const geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
@@ -772,8 +861,8 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, co
     // The index costs a pass over the bodies: worth it where contacts are
     // many beside them (a pile), not in a gas.
     if (fired != 0 && kImpactPasses > 1)
-      count += 4 * cs.size() >= b.size() ? ImpactPass(b, cs).cascade(b, cs, walls, ctx, kImpactPasses)
-                                         : ImpactPass(b, cs).sweeps(cs, walls, ctx, kImpactPasses);
+      count += 4 * cs.size() >= b.size() ? ImpactPass<V>(v, b, cs).cascade(b, cs, walls, ctx, kImpactPasses)
+                                         : ImpactPass<V>(v, b, cs).sweeps(cs, walls, ctx, kImpactPasses);
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).
   for_walls(walls, [&](WallContact& w) {
@@ -792,18 +881,8 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, co
   return count;
 }
 
-Softness make_softness(double hertz, double zeta, double h) {
-  if (hertz <= 0.0) return {0.0, 1.0, 0.0};
-  const double omega = 2.0 * std::numbers::pi * hertz;
-  const double a1 = 2.0 * zeta + h * omega;
-  const double a2 = h * omega * a1;
-  const double a3 = 1.0 / (1.0 + a2);
-  return {omega / a1, a2 * a3, a3};
-}
-
-void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
-  const Vel v{b.vx.data(), b.vy.data()};
-  const Contact* const geo = cs.geometry.data();
+template <class V>
+void relax_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
   // The passes change velocities only, so each sees the same gaps: the first
   // measures them into `sep` (the gap at detection is not needed again this
   // substep), the later ones read them there.
@@ -820,6 +899,29 @@ void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const Solve
       velocity_pass<Pass::kRelax>(b, v, cs, ctx);
     }
   }
+}
+
+}  // namespace
+
+std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
+  return with_velocities(b, cs, [&](auto v) { return solve_with(v, b, cs, walls, ctx); });
+}
+
+Softness make_softness(double hertz, double zeta, double h) {
+  if (hertz <= 0.0) return {0.0, 1.0, 0.0};
+  const double omega = 2.0 * std::numbers::pi * hertz;
+  const double a1 = 2.0 * zeta + h * omega;
+  const double a2 = h * omega * a1;
+  const double a3 = 1.0 / (1.0 + a2);
+  return {omega / a1, a2 * a3, a3};
+}
+
+void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
+  with_velocities(b, cs, [&](auto v) {
+    relax_with(v, b, cs, walls, ctx);
+    return 0;
+  });
+  const Contact* const geo = cs.geometry.data();
   // Keep what each contact carries for the next substep: per fixed block of
   // contacts a list, joined in order.
   const std::size_t nb = block_count(cs.size(), kWarmBlock);

@@ -92,6 +92,9 @@ struct Contacts {
   // contacts to look at (bits), the bodies changed last pass and this one.
   std::vector<std::uint32_t> by_body_start, by_body, by_body_fill, changed_last, changed_now;
   std::vector<std::uint64_t> todo;
+  // Scratch: the velocities the solver works on where contacts are many,
+  // (vx, vy) of body i at [2i, 2i + 1] (resolve.cpp, with_velocities).
+  std::vector<double> velocity;
   std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: warm values per contact block
   // Warm starting: (candidate index, accumulated value) of last substep's
   // contacts that carried load, in candidate order: sparse, because a gas has
@@ -214,6 +217,13 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& contacts, WallContacts& wal
 void allow_simd(bool allowed);
 /// Whether the lanes run now.
 bool simd_in_use();
+/// Whether the contact passes may work on the solver's own copy of the
+/// velocities, a body's two components side by side, where contacts are as
+/// many as the bodies or more (the default); and how many times they have
+/// since the program started. Same bits either way; tests check that. Call
+/// between steps only.
+void allow_velocity_copy(bool allowed);
+std::uint64_t velocity_copies();
 
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
 /// bias's velocity taken out again, speculative contacts still holding), then
