@@ -107,6 +107,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
         c.ny = 0.0;
       }
       c.sep = d - reach;
+      c.reach = reach;
       // Equal masses share by exactly 1/2 (m / 2m may not round to it).
       const double ma = m[p.a], mb = m[p.b];
       if (ma == mb) {

@@ -281,7 +281,7 @@ void run_scalar(V v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_
       if (c.accum > 0.0) push_velocity(v, p, c, c.accum);
     } else {
       if constexpr (kPass == Pass::kRelaxMeasure)
-        c.sep = (b.x[p.b] - b.x[p.a]) * c.nx + (b.y[p.b] - b.y[p.a]) * c.ny - (b.r[p.a] + b.r[p.b]);
+        c.sep = (b.x[p.b] - b.x[p.a]) * c.nx + (b.y[p.b] - b.y[p.a]) * c.ny - c.reach;
       soft(v, p, c, c.sep, ctx.pair_soft, kPass == Pass::kSoft, ctx);
     }
   }
@@ -292,7 +292,7 @@ void run_scalar(V v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_
 // gathers were slower).
 struct Quad {
   Pair p[4];
-  __m256d nx, ny, sep, share_a, share_b, accum;
+  __m256d nx, ny, sep, reach, share_a, share_b, accum;
   __m256d vax, vay, vbx, vby;
 };
 // Four bodies' velocities in lanes (x0 x1 x2 x3, y0 y1 y2 y3), and back.
@@ -334,33 +334,45 @@ struct Quad {
   _mm_storeu_pd(v.w + 2 * std::size_t{i3}, _mm256_extractf128_pd(b13, 1));
 }
 
+// Contacts k0..k3 (any four sharing no body) in lanes.
 template <class V>
-[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad(V v, const Pair* pairs, const Contact* geo,
-                                                                  std::size_t k) {
+[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad_at(V v, const Pair* pairs, const Contact* geo,
+                                                                     std::size_t k0, std::size_t k1, std::size_t k2,
+                                                                     std::size_t k3) {
   static_assert(sizeof(Contact) == 64 && offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 &&
-                offsetof(Contact, sep) == 16 && offsetof(Contact, share_a) == 32 && offsetof(Contact, share_b) == 40 &&
+                offsetof(Contact, sep) == 16 && offsetof(Contact, reach) == 24 && offsetof(Contact, share_a) == 32 && offsetof(Contact, share_b) == 40 &&
                 offsetof(Contact, accum) == 48);
   Quad q;
-  const double* g = &geo[k].nx;
-  const __m256d r0 = _mm256_loadu_pd(g), r1 = _mm256_loadu_pd(g + 8), r2 = _mm256_loadu_pd(g + 16),
-                r3 = _mm256_loadu_pd(g + 24);
-  const __m256d s0 = _mm256_loadu_pd(g + 4), s1 = _mm256_loadu_pd(g + 12), s2 = _mm256_loadu_pd(g + 20),
-                s3 = _mm256_loadu_pd(g + 28);
+  const double *g0 = &geo[k0].nx, *g1 = &geo[k1].nx, *g2 = &geo[k2].nx, *g3 = &geo[k3].nx;
+  const __m256d r0 = _mm256_loadu_pd(g0), r1 = _mm256_loadu_pd(g1), r2 = _mm256_loadu_pd(g2),
+                r3 = _mm256_loadu_pd(g3);
+  const __m256d s0 = _mm256_loadu_pd(g0 + 4), s1 = _mm256_loadu_pd(g1 + 4), s2 = _mm256_loadu_pd(g2 + 4),
+                s3 = _mm256_loadu_pd(g3 + 4);
   const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
   const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
   q.nx = _mm256_permute2f128_pd(t0, t2, 0x20);
   q.ny = _mm256_permute2f128_pd(t1, t3, 0x20);
   q.sep = _mm256_permute2f128_pd(t0, t2, 0x31);
+  q.reach = _mm256_permute2f128_pd(t1, t3, 0x31);
   const __m256d u0 = _mm256_unpacklo_pd(s0, s1), u1 = _mm256_unpackhi_pd(s0, s1);
   const __m256d u2 = _mm256_unpacklo_pd(s2, s3), u3 = _mm256_unpackhi_pd(s2, s3);
   q.share_a = _mm256_permute2f128_pd(u0, u2, 0x20);
   q.accum = _mm256_permute2f128_pd(u0, u2, 0x31);
   q.share_b = _mm256_permute2f128_pd(u1, u3, 0x20);
-  for (int i = 0; i < 4; ++i) q.p[i] = pairs[k + static_cast<std::size_t>(i)];
+  q.p[0] = pairs[k0];
+  q.p[1] = pairs[k1];
+  q.p[2] = pairs[k2];
+  q.p[3] = pairs[k3];
   const Pair* p = q.p;
   load_lanes(v, p[0].a, p[1].a, p[2].a, p[3].a, q.vax, q.vay);
   load_lanes(v, p[0].b, p[1].b, p[2].b, p[3].b, q.vbx, q.vby);
   return q;
+}
+// Four consecutive contacts k.. of one colour in lanes.
+template <class V>
+[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad(V v, const Pair* pairs, const Contact* geo,
+                                                                  std::size_t k) {
+  return load_quad_at(v, pairs, geo, k, k + 1, k + 2, k + 3);
 }
 
 // normal_velocity in lanes.
@@ -381,7 +393,6 @@ template <Pass kPass, class V>
   const __m256d resting = _mm256_set1_pd(ctx.resting);
   const double* const x = b.x.data();
   const double* const y = b.y.data();
-  const double* const r = b.r.data();
   std::size_t k = k0;
   for (; k + 4 <= k1; k += 4) {
     const Quad q = load_quad(v, pairs, geo, k);
@@ -395,9 +406,7 @@ template <Pass kPass, class V>
                                        _mm256_setr_pd(x[p[0].a], x[p[1].a], x[p[2].a], x[p[3].a]));
       const __m256d dy = _mm256_sub_pd(_mm256_setr_pd(y[p[0].b], y[p[1].b], y[p[2].b], y[p[3].b]),
                                        _mm256_setr_pd(y[p[0].a], y[p[1].a], y[p[2].a], y[p[3].a]));
-      const __m256d reach = _mm256_add_pd(_mm256_setr_pd(r[p[0].a], r[p[1].a], r[p[2].a], r[p[3].a]),
-                                          _mm256_setr_pd(r[p[0].b], r[p[1].b], r[p[2].b], r[p[3].b]));
-      sep = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(dx, nx), _mm256_mul_pd(dy, ny)), reach);
+      sep = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(dx, nx), _mm256_mul_pd(dy, ny)), q.reach);
       alignas(32) double gap[4];
       _mm256_store_pd(gap, sep);
       for (int i = 0; i < 4; ++i) geo[k + static_cast<std::size_t>(i)].sep = gap[i];
@@ -453,21 +462,36 @@ template <Pass kPass, class V>
 // test (approaching faster than the resting speed and meeting within the
 // substep) with the same operations, and a lane that fails it is not looked
 // at (impact() would return false and change nothing).
+// impact()'s test in lanes: a bit per lane that may fire.
+[[gnu::target("avx2"), gnu::always_inline]] inline unsigned may_fire(const Quad& q, const SolveContext& ctx) {
+  const __m256d un = normal_velocity(q);
+  const __m256d fires =
+      _mm256_and_pd(_mm256_cmp_pd(un, _mm256_set1_pd(-ctx.resting), _CMP_LT_OQ),
+                    _mm256_cmp_pd(_mm256_add_pd(q.sep, _mm256_mul_pd(un, _mm256_set1_pd(ctx.h))), _mm256_setzero_pd(),
+                                  _CMP_LE_OQ));
+  return static_cast<unsigned>(_mm256_movemask_pd(fires));
+}
+
 template <class V, class Look>
 [[gnu::target("avx2")]] void may_fire_avx2(V v, const Pair* pairs, const Contact* geo, std::size_t k0,
                                            std::size_t k1, const SolveContext& ctx, Look&& look) {
-  const __m256d zero = _mm256_setzero_pd();
-  const __m256d least = _mm256_set1_pd(-ctx.resting), h = _mm256_set1_pd(ctx.h);
   std::size_t k = k0;
-  for (; k + 4 <= k1; k += 4) {
-    const Quad q = load_quad(v, pairs, geo, k);
-    const __m256d un = normal_velocity(q);
-    const __m256d fires = _mm256_and_pd(_mm256_cmp_pd(un, least, _CMP_LT_OQ),
-                                        _mm256_cmp_pd(_mm256_add_pd(q.sep, _mm256_mul_pd(un, h)), zero, _CMP_LE_OQ));
-    for (int bits = _mm256_movemask_pd(fires); bits != 0; bits &= bits - 1)
-      look(k + static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(bits))));
-  }
+  for (; k + 4 <= k1; k += 4)
+    for (unsigned bits = may_fire(load_quad(v, pairs, geo, k), ctx); bits != 0; bits &= bits - 1)
+      look(k + static_cast<std::size_t>(std::countr_zero(bits)));
   for (; k < k1; ++k) look(k);
+}
+
+// The same for the contacts ks[0..n) (ascending, sharing no body).
+template <class V, class Look>
+[[gnu::target("avx2")]] void may_fire_list_avx2(V v, const Pair* pairs, const Contact* geo, const std::uint32_t* ks,
+                                                std::size_t n, const SolveContext& ctx, Look&& look) {
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (unsigned bits = may_fire(load_quad_at(v, pairs, geo, ks[i], ks[i + 1], ks[i + 2], ks[i + 3]), ctx);
+         bits != 0; bits &= bits - 1)
+      look(ks[i + static_cast<std::size_t>(std::countr_zero(bits))]);
+  for (; i < n; ++i) look(ks[i]);
 }
 
 std::atomic<bool> simd_allowed{true};
@@ -696,6 +720,9 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
   todo.assign((nc + 63) / 64, 0);
   auto& changed = cs.changed_last;
   auto& changing = cs.changed_now;
+  auto& marked = cs.marked;
+  const std::uint32_t colours = cs.colours();
+  const bool lanes = simd_in_use();
   changed.clear();
   for (std::size_t i = 0; i < n; ++i)
     if (fired_in[i]) changed.push_back(static_cast<std::uint32_t>(i));
@@ -721,22 +748,49 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
           mark_all(i);
         }
       }
-    for (std::size_t word = 0; word < todo.size(); ++word) {
-      while (todo[word] != 0) {
-        const std::size_t k = word * 64 + static_cast<std::size_t>(std::countr_zero(todo[word]));
-        todo[word] &= todo[word] - 1;
-        const Pair p = pairs[k];
-        const bool before = collided[k] != 0;
-        if (!impact(v, pos, p, geo[k], collided[k], ctx)) continue;
-        ++fired;
-        if (!before) ++count;
-        for (const std::uint32_t i : {p.a, p.b}) {
-          if (fired_in[i] == stamp) continue;  // its later contacts are marked already
-          fired_in[i] = stamp;
-          changing.push_back(i);
-          for (std::uint32_t q = start[i]; q < start[i + 1]; ++q)
-            if (list[q] > k) todo[list[q] >> 6] |= std::uint64_t{1} << (list[q] & 63);
+    const auto look = [&](std::size_t k) {
+      const Pair p = pairs[k];
+      const bool before = collided[k] != 0;
+      if (!impact(v, pos, p, geo[k], collided[k], ctx)) return;
+      ++fired;
+      if (!before) ++count;
+      for (const std::uint32_t i : {p.a, p.b}) {
+        if (fired_in[i] == stamp) continue;  // its later contacts are marked already
+        fired_in[i] = stamp;
+        changing.push_back(i);
+        for (std::uint32_t q = start[i]; q < start[i + 1]; ++q)
+          if (list[q] > k) todo[list[q] >> 6] |= std::uint64_t{1} << (list[q] & 63);
+      }
+    };
+    // Colour by colour: an impact marks contacts of later colours only (a
+    // colour's contacts share no body), so a colour's marked contacts are
+    // known when it starts, and where lanes run, four at a time are checked
+    // first and only those that may fire are looked at again. The overflow
+    // colour's contacts may share bodies: one at a time, bit by bit.
+    for (std::uint32_t c = 0; c < colours; ++c) {
+      const std::size_t k0 = cs.colour_begin[c], k1 = cs.colour_begin[c + 1];
+      marked.clear();
+      for (std::size_t word = k0 >> 6; word < ((k1 + 63) >> 6); ++word) {
+        const std::size_t lo = std::max(k0, word << 6), hi = std::min(k1, (word + 1) << 6);
+        const std::uint64_t in = (hi - lo == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << (hi - lo)) - 1))
+                                 << (lo & 63);
+        if (c == kOverflow) {
+          while ((todo[word] & in) != 0) {
+            const std::uint64_t bits = todo[word] & in;
+            const std::size_t k = (word << 6) + static_cast<std::size_t>(std::countr_zero(bits));
+            todo[word] &= ~(bits & -bits);
+            look(k);
+          }
+          continue;
         }
+        for (std::uint64_t bits = todo[word] & in; bits != 0; bits &= bits - 1)
+          marked.push_back(static_cast<std::uint32_t>((word << 6) + static_cast<std::size_t>(std::countr_zero(bits))));
+        todo[word] &= ~in;
+      }
+      if (lanes) {
+        may_fire_list_avx2(v, pairs, geo, marked.data(), marked.size(), ctx, look);
+      } else {
+        for (const std::uint32_t k : marked) look(k);
       }
     }
     if (fired == 0) break;

@@ -22,7 +22,7 @@ namespace carom::detail {
 struct Contact {
   double nx = 0, ny = 0;        // unit normal from a to b at detection
   double sep = 0;               // gap at detection, |b - a| - (r_a + r_b), m (< 0: overlap); in relax: after the move
-  double spare = 0;             // unused: keeps a contact at one cache line
+  double reach = 0;             // r_a + r_b, m (relax measures the gap with it)
   double share_a = 0;           // m_b / (m_a + m_b): a's share of a relative velocity change
   double share_b = 0;           // m_a / (m_a + m_b)
   double accum = 0;             // accumulated relative normal velocity change of the velocity passes, >= 0 (m/s)
@@ -91,6 +91,7 @@ struct Contacts {
   // (by_body[by_body_start[i], by_body_start[i + 1]), in contact order), the
   // contacts to look at (bits), the bodies changed last pass and this one.
   std::vector<std::uint32_t> by_body_start, by_body, by_body_fill, changed_last, changed_now;
+  std::vector<std::uint32_t> marked;  // scratch: a colour's contacts to look at in an impact pass
   std::vector<std::uint64_t> todo;
   // Scratch: the velocities the solver works on where contacts are many,
   // (vx, vy) of body i at [2i, 2i + 1] (resolve.cpp, with_velocities).
