@@ -340,8 +340,8 @@ template <class V>
                                                                      std::size_t k0, std::size_t k1, std::size_t k2,
                                                                      std::size_t k3) {
   static_assert(sizeof(Contact) == 64 && offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 &&
-                offsetof(Contact, sep) == 16 && offsetof(Contact, reach) == 24 && offsetof(Contact, share_a) == 32 && offsetof(Contact, share_b) == 40 &&
-                offsetof(Contact, accum) == 48);
+                offsetof(Contact, sep) == 16 && offsetof(Contact, reach) == 24 && offsetof(Contact, share_a) == 32 &&
+                offsetof(Contact, share_b) == 40 && offsetof(Contact, accum) == 48);
   Quad q;
   const double *g0 = &geo[k0].nx, *g1 = &geo[k1].nx, *g2 = &geo[k2].nx, *g3 = &geo[k3].nx;
   const __m256d r0 = _mm256_loadu_pd(g0), r1 = _mm256_loadu_pd(g1), r2 = _mm256_loadu_pd(g2),
@@ -457,12 +457,9 @@ template <Pass kPass, class V>
   run_scalar<kPass>(v, pairs, geo, k, k1, b, ctx);
 }
 
-// Calls look(k) for each contact of [k0, k1) (sharing no body), in order,
-// that impact() may fire for: four at a time, the lanes compute impact()'s
-// test (approaching faster than the resting speed and meeting within the
-// substep) with the same operations, and a lane that fails it is not looked
-// at (impact() would return false and change nothing).
-// impact()'s test in lanes: a bit per lane that may fire.
+// impact()'s test in lanes (approaching faster than the resting speed and
+// meeting within the substep), with the same operations: a bit per lane that
+// may fire.
 [[gnu::target("avx2"), gnu::always_inline]] inline unsigned may_fire(const Quad& q, const SolveContext& ctx) {
   const __m256d un = normal_velocity(q);
   const __m256d fires =
@@ -472,6 +469,10 @@ template <Pass kPass, class V>
   return static_cast<unsigned>(_mm256_movemask_pd(fires));
 }
 
+// Calls look(k) for each contact of [k0, k1) (sharing no body), in order,
+// that impact() may fire for: four at a time, the lanes compute its test, and
+// a lane that fails it is not looked at (impact() would return false and
+// change nothing).
 template <class V, class Look>
 [[gnu::target("avx2")]] void may_fire_avx2(V v, const Pair* pairs, const Contact* geo, std::size_t k0,
                                            std::size_t k1, const SolveContext& ctx, Look&& look) {
@@ -694,7 +695,7 @@ struct ImpactPass {
 // time in these passes.
 template <class V>
 std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
-                                  int passes) {
+                                     int passes) {
   const std::size_t n = b.size(), nc = cs.size();
   // Each body's contacts, in contact order (a counting sort).
   auto& start = cs.by_body_start;
