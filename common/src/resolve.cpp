@@ -48,9 +48,11 @@
 //  6. What each contact carries warm-starts the next substep.
 // The velocity passes (warm start, soft, relax) run four contacts of a colour
 // at a time in AVX2 lanes where the processor has them (run_avx2), and so
-// does the first impact pass's test (may_fire_avx2): the same operations in
-// the same order as one contact at a time, so the same bits (a test compares
-// the two after every step).
+// does the impact passes' test (may_fire): the same operations in the same
+// order as one contact at a time, so the same bits (a test compares the two
+// after every step). Where contacts are many, the passes work on a copy of
+// the velocities with a body's two components side by side
+// (with_velocities).
 // Verlet: position passes push overlapping pairs fully apart along their
 // normal at the start of the substep (never through each other), a wall
 // holding what it clamps; velocities follow from the motion, and then
@@ -96,48 +98,37 @@ constexpr int kDeepPasses = 32;
 // Bodies per parallel block when the velocities are copied (with_velocities).
 constexpr std::size_t kCopyBlock = std::size_t{1} << 16;
 
+// Runs fn(k0, k1, independent) for runs of contacts that together are every
+// contact, colour by colour; a colour's runs in parallel, kGrainOf contacts
+// or more each (a colour under twice that runs as one). `independent`: the
+// contacts of the run share no body (false for the overflow colour, which
+// must run in order, on this thread).
+template <std::size_t kGrainOf = kLaneGrain, class Fn>
+void for_colour_runs(const Contacts& cs, Fn&& fn) {
+  const std::uint32_t colours = cs.colours();
+  for (std::uint32_t c = 0; c < colours; ++c) {
+    const std::size_t k0 = cs.colour_begin[c], k1 = cs.colour_begin[c + 1];
+    if (c == kOverflow || k1 - k0 < 2 * kGrainOf) {
+      fn(k0, k1, c != kOverflow);
+      continue;
+    }
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(k0, k1, kGrainOf),
+                      [&](const tbb::blocked_range<std::size_t>& r) { fn(r.begin(), r.end(), true); });
+  }
+}
+
 // Runs fn(k) for every contact k, colour by colour; the contacts of a colour
 // in parallel (they share no body: any split, same bits). The overflow colour
 // runs in order on one thread. Returns the sum of fn's results.
 template <class Fn>
 std::uint64_t for_colours(const Contacts& cs, Fn&& fn) {
-  std::uint64_t total = 0;
-  const std::uint32_t colours = cs.colours();
-  for (std::uint32_t c = 0; c < colours; ++c) {
-    const std::size_t k0 = cs.colour_begin[c], k1 = cs.colour_begin[c + 1];
-    if (c == kOverflow || k1 - k0 < 2 * kGrain) {
-      std::uint64_t count = 0;
-      for (std::size_t k = k0; k < k1; ++k) count += fn(k);
-      total += count;
-      continue;
-    }
-    std::atomic<std::uint64_t> sum{0};
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(k0, k1, kGrain), [&](const tbb::blocked_range<std::size_t>& r) {
-      std::uint64_t count = 0;
-      for (std::size_t k = r.begin(); k < r.end(); ++k) count += fn(k);
-      if (count) sum.fetch_add(count, std::memory_order_relaxed);
-    });
-    total += sum.load(std::memory_order_relaxed);
-  }
-  return total;
-}
-
-// Runs fn(k0, k1, independent) for runs of contacts that together are every
-// contact, colour by colour; a colour's runs in parallel. `independent`: the
-// contacts of the run share no body (false for the overflow colour, which
-// must run in order).
-template <class Fn>
-void for_colour_runs(const Contacts& cs, Fn&& fn) {
-  const std::uint32_t colours = cs.colours();
-  for (std::uint32_t c = 0; c < colours; ++c) {
-    const std::size_t k0 = cs.colour_begin[c], k1 = cs.colour_begin[c + 1];
-    if (c == kOverflow || k1 - k0 < 2 * kLaneGrain) {
-      fn(k0, k1, c != kOverflow);
-      continue;
-    }
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(k0, k1, kLaneGrain),
-                      [&](const tbb::blocked_range<std::size_t>& r) { fn(r.begin(), r.end(), true); });
-  }
+  std::atomic<std::uint64_t> sum{0};
+  for_colour_runs<kGrain>(cs, [&](std::size_t k0, std::size_t k1, bool) {
+    std::uint64_t count = 0;
+    for (std::size_t k = k0; k < k1; ++k) count += fn(k);
+    if (count) sum.fetch_add(count, std::memory_order_relaxed);
+  });
+  return sum.load(std::memory_order_relaxed);
 }
 
 // Runs fn(wall contact) for every wall contact, blocks in parallel (a body's
@@ -295,12 +286,17 @@ struct Quad {
   __m256d nx, ny, sep, reach, share_a, share_b, accum;
   __m256d vax, vay, vbx, vby;
 };
+// a[i0], a[i1], a[i2], a[i3] in lanes.
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d lanes_of(const double* a, std::uint32_t i0, std::uint32_t i1,
+                                                                   std::uint32_t i2, std::uint32_t i3) {
+  return _mm256_setr_pd(a[i0], a[i1], a[i2], a[i3]);
+}
 // Four bodies' velocities in lanes (x0 x1 x2 x3, y0 y1 y2 y3), and back.
 [[gnu::target("avx2"), gnu::always_inline]] inline void load_lanes(Vel v, std::uint32_t i0, std::uint32_t i1,
                                                                   std::uint32_t i2, std::uint32_t i3, __m256d& x,
                                                                   __m256d& y) {
-  x = _mm256_setr_pd(v.vx[i0], v.vx[i1], v.vx[i2], v.vx[i3]);
-  y = _mm256_setr_pd(v.vy[i0], v.vy[i1], v.vy[i2], v.vy[i3]);
+  x = lanes_of(v.vx, i0, i1, i2, i3);
+  y = lanes_of(v.vy, i0, i1, i2, i3);
 }
 [[gnu::target("avx2"), gnu::always_inline]] inline void load_lanes(VelPairs v, std::uint32_t i0, std::uint32_t i1,
                                                                   std::uint32_t i2, std::uint32_t i3, __m256d& x,
@@ -402,10 +398,10 @@ template <Pass kPass, class V>
     __m256d sep = q.sep;
     if constexpr (kPass == Pass::kRelaxMeasure) {
       // The gap now: (x_b - x_a) . n - (r_a + r_b).
-      const __m256d dx = _mm256_sub_pd(_mm256_setr_pd(x[p[0].b], x[p[1].b], x[p[2].b], x[p[3].b]),
-                                       _mm256_setr_pd(x[p[0].a], x[p[1].a], x[p[2].a], x[p[3].a]));
-      const __m256d dy = _mm256_sub_pd(_mm256_setr_pd(y[p[0].b], y[p[1].b], y[p[2].b], y[p[3].b]),
-                                       _mm256_setr_pd(y[p[0].a], y[p[1].a], y[p[2].a], y[p[3].a]));
+      const __m256d dx = _mm256_sub_pd(lanes_of(x, p[0].b, p[1].b, p[2].b, p[3].b),
+                                       lanes_of(x, p[0].a, p[1].a, p[2].a, p[3].a));
+      const __m256d dy = _mm256_sub_pd(lanes_of(y, p[0].b, p[1].b, p[2].b, p[3].b),
+                                       lanes_of(y, p[0].a, p[1].a, p[2].a, p[3].a));
       sep = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(dx, nx), _mm256_mul_pd(dy, ny)), q.reach);
       alignas(32) double gap[4];
       _mm256_store_pd(gap, sep);
@@ -833,16 +829,19 @@ std::uint64_t ImpactPass<V>::sweeps(Contacts& cs, WallContacts& walls, const Sol
   return count;
 }
 
-// Runs body(v) on the bodies' velocities, returning what it returns: where
+// Runs body(v) on the bodies' velocities: where
 // contacts are as many as the bodies or more (a pile), on the solver's copy
 // with a body's two components side by side (the lanes load and store a
 // body at once, and a body is one cache line instead of two), copied in
 // before and back after; else (a gas) on the body store's own arrays. The
 // same operations on the same values either way: the same bits.
 template <class Body>
-auto with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
+void with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
   const std::size_t n = b.size();
-  if (cs.size() < n || !copy_allowed.load(std::memory_order_relaxed)) return body(Vel{b.vx.data(), b.vy.data()});
+  if (cs.size() < n || !copy_allowed.load(std::memory_order_relaxed)) {
+    body(Vel{b.vx.data(), b.vy.data()});
+    return;
+  }
   copies.fetch_add(1, std::memory_order_relaxed);
   cs.velocity.resize(2 * n);
   double* const w = cs.velocity.data();
@@ -854,14 +853,13 @@ auto with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
       w[2 * i + 1] = vy[i];
     }
   });
-  const auto result = body(VelPairs{w});
+  body(VelPairs{w});
   for_blocks(n, kCopyBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
     for (std::size_t i = i0; i < i1; ++i) {
       b.vx[i] = w[2 * i];
       b.vy[i] = w[2 * i + 1];
     }
   });
-  return result;
 }
 
 template <class V>
@@ -959,7 +957,9 @@ void relax_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, const Solv
 }  // namespace
 
 std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
-  return with_velocities(b, cs, [&](auto v) { return solve_with(v, b, cs, walls, ctx); });
+  std::uint64_t collided = 0;
+  with_velocities(b, cs, [&](auto v) { collided = solve_with(v, b, cs, walls, ctx); });
+  return collided;
 }
 
 Softness make_softness(double hertz, double zeta, double h) {
@@ -972,10 +972,7 @@ Softness make_softness(double hertz, double zeta, double h) {
 }
 
 void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
-  with_velocities(b, cs, [&](auto v) {
-    relax_with(v, b, cs, walls, ctx);
-    return 0;
-  });
+  with_velocities(b, cs, [&](auto v) { relax_with(v, b, cs, walls, ctx); });
   const Contact* const geo = cs.geometry.data();
   // Keep what each contact carries for the next substep: per fixed block of
   // contacts a list, joined in order.

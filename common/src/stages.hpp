@@ -211,8 +211,8 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& contacts, WallContacts& wal
 
 /// Whether the discrete solver may take four contacts (or candidates) at a
 /// time in AVX2 lanes, where the processor has them (the default): the
-/// velocity passes (warm start, soft, relax), the first impact pass's test
-/// and, where contacts are few, the narrow phase's distance test. Lanes and
+/// velocity passes (warm start, soft, relax), the impact passes' test and,
+/// where contacts are few, the narrow phase's distance test. Lanes and
 /// one at a time give the same bits; tests switch the lanes off to check
 /// that. Call between steps only.
 void allow_simd(bool allowed);
