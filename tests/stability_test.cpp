@@ -14,6 +14,7 @@
 
 #include "carom/measure.hpp"
 #include "carom/world.hpp"
+#include "stages.hpp"
 #include "support/scenes.hpp"
 
 namespace carom {
@@ -80,6 +81,49 @@ TEST_P(Pile, SettlesInsideTheBoxWithoutOverlapAtTheDefaultSettings) {
   const bool discrete = GetParam() == Solver::kDiscrete;
   EXPECT_LT(overlap.max, discrete ? 0.02 : 0.07) << "max overlap " << 100.0 * overlap.max << "% of the smaller radius";
   EXPECT_LT(overlap.mean, discrete ? 0.002 : 0.01);
+}
+
+// A body resting on another under a load that the one soft spring lets sink
+// in by about 0.22 r (gravity 10 000 m/s^2 stands in for the rows of a tall
+// pile above a bottom corner). A deep contact is stiffer: omega times
+// s = depth / 0.05 r, up to 2, so at rest depth * s^2 is about the one
+// spring's depth, depth about (0.22 r (0.05 r)^2)^(1/3) = 0.08 r (0.09 r
+// measured). Beside it the same stack with the stiffening off
+// (allow_deep_stiffening). Both come to rest and stay there.
+TEST(DeepContact, AHeavilyLoadedContactSinksInLessThanHalfAsFar) {
+  auto settle = [](bool stiffen, double* depth, double* drift, double* ke) {
+    detail::allow_deep_stiffening(stiffen);
+    constexpr double r = 0.25;
+    Params p;  // the default 4 substeps x 2 iterations
+    p.bounds = {true, {0.0, 0.0}, {2.0, 4.0}};
+    p.gravity = {0.0, -10000.0};
+    p.restitution = 0.0;
+    World w({.threads = 1}, p);
+    ASSERT_TRUE(w.add_body({.id = 1, .position = {1.0, r}, .velocity = {0.0, 0.0}, .radius = r, .mass = 1.0}).ok());
+    ASSERT_TRUE(w.add_body({.id = 2, .position = {1.0, 3.0 * r}, .velocity = {0.0, 0.0}, .radius = r, .mass = 1.0}).ok());
+    auto gap = [&] {
+      BodyState a, b;
+      EXPECT_TRUE(w.body(1, &a).ok());
+      EXPECT_TRUE(w.body(2, &b).ok());
+      return (2.0 * r - std::hypot(b.position.x - a.position.x, b.position.y - a.position.y)) / r;
+    };
+    for (int s = 0; s < 300; ++s) w.step();
+    const double at300 = gap();
+    for (int s = 0; s < 100; ++s) w.step();
+    *depth = gap();
+    *drift = std::abs(*depth - at300);
+    *ke = w.stats().kinetic_energy;
+  };
+  double soft = 0, soft_drift = 0, soft_ke = 0, stiff = 0, stiff_drift = 0, stiff_ke = 0;
+  settle(false, &soft, &soft_drift, &soft_ke);
+  settle(true, &stiff, &stiff_drift, &stiff_ke);
+  detail::allow_deep_stiffening(true);
+  std::printf("  one spring: depth %.4f r; stiffened: %.4f r\n", soft, stiff);
+  EXPECT_GT(soft, 0.15) << "the load must sink the one spring deep enough to test the stiffening";
+  EXPECT_LT(stiff, 0.5 * soft);
+  EXPECT_GT(stiff, 0.05) << "deeper than where the stiffening starts: still a soft contact";
+  for (double d : {soft_drift, stiff_drift}) EXPECT_LT(d, 1e-6) << "the stack still moves";
+  for (double e : {soft_ke, stiff_ke}) EXPECT_LT(e, 1e-6) << "the stack is not at rest";
 }
 
 // A settled pile is at rest: over 1000 more steps (17 s) no body creeps,

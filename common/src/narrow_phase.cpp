@@ -85,6 +85,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
     local.geometry.clear();
     local.candidate.clear();
     local.point.clear();
+    local.deep = 0;
     const std::uint32_t first_k = first[blk];
     std::size_t w = static_cast<std::size_t>(
         std::lower_bound(warm.begin(), warm.end(), std::make_pair(first_k, 0.0)) - warm.begin());
@@ -108,6 +109,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
       }
       c.sep = d - reach;
       c.reach = reach;
+      local.deep += c.sep < -kStiffFrom * reach ? 1 : 0;
       // Equal masses share by exactly 1/2 (m / 2m may not round to it).
       const double ma = m[p.a], mb = m[p.b];
       if (ma == mb) {
@@ -134,8 +136,11 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   });
   // Join the lists in block order (each block copies its own slots).
   out.block_count.assign(nb + 1, 0);
-  for (std::size_t blk = 0; blk < nb; ++blk)
+  out.deep = 0;
+  for (std::size_t blk = 0; blk < nb; ++blk) {
     out.block_count[blk + 1] = out.block_count[blk] + static_cast<std::uint32_t>(out.block_contacts[blk].pairs.size());
+    out.deep += out.block_contacts[blk].deep;
+  }
   const std::size_t total = out.block_count[nb];
   out.pairs.resize(total);
   out.geometry.resize(total);

@@ -30,6 +30,10 @@ struct Contact {
 };
 static_assert(sizeof(Contact) == 64, "a contact is one cache line");
 
+/// A pair overlapping deeper than this share of r_a + r_b (0.05 r for equal
+/// radii) gets a stiffer soft spring (deep_softness in resolve.cpp).
+inline constexpr double kStiffFrom = 0.025;
+
 /// The candidate pairs in colour order: candidates that share a body have
 /// different colours, so the contacts of one colour can be solved in parallel
 /// in any order with the same bits. Colours are assigned greedily in candidate
@@ -83,8 +87,10 @@ struct Contacts {
     std::vector<Contact> geometry;
     std::vector<std::uint32_t> candidate;
     std::vector<Vec2> point;
+    std::size_t deep = 0;
   };
   std::vector<Block> block_contacts;
+  std::size_t deep = 0;  // contacts overlapping deeper than kStiffFrom of their reach at detection
   int push_passes = 0;  // Verlet: position passes the last push_contacts made
   std::vector<std::uint8_t> fired;  // scratch: per body, 1 + the impact pass that last changed it (0: none)
   // Scratch of the impact passes after the first: each body's contacts
@@ -154,6 +160,8 @@ struct SolveContext {
   double resting = 0;         // approach speeds at or below this do not bounce (m/s)
   double max_push = 0;        // fastest the soft bias pushes overlapping bodies apart (m/s)
   Softness pair_soft, wall_soft;
+  double pair_h_omega = 0, two_zeta = 0;  // pair_soft's h omega and 2 zeta, for deep_softness
+  bool stiffen_deep = false;  // not with one soft pass: its stiffness is already the most it holds
   Bounds bounds;
   int iterations = 1;    // soft passes
   int relax_passes = 1;  // relax passes
@@ -225,6 +233,10 @@ bool simd_in_use();
 /// between steps only.
 void allow_velocity_copy(bool allowed);
 std::uint64_t velocity_copies();
+/// Whether the discrete solver may stiffen deep contacts (deep_softness in
+/// resolve.cpp; the default), so tests can set a pile beside the one spring.
+/// Call between steps only.
+void allow_deep_stiffening(bool allowed);
 
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
 /// bias's velocity taken out again, speculative contacts still holding), then
