@@ -222,7 +222,7 @@ inline bool impact(V v, Pos x, Pair p, Contact& c, std::uint8_t& collided, const
 // A pair's soft spring where it overlaps deeper than kStiffFrom of its reach
 // (r_a + r_b), unless it carries nothing and already leaves (an elastic gas's
 // pair after its impact: stiffening those cost the bench gas 7e-5 of its
-// energy in 200 steps). Omega times
+// energy in 2 000 steps). Omega times
 // s = depth / (kStiffFrom reach), at most kStiffMax. The stiffness (omega^2)
 // grows as s^2, so at rest a contact sinks in about as far as depth s^2 =
 // the one spring's depth, which keeps the mean overlap of a pile (its
