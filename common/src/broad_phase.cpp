@@ -66,6 +66,7 @@ struct SearchInput {
   double margin;
   double emin;
   double band;  // bound on |distance from the floats - exact distance|
+  const std::uint8_t* coarse;  // per bucket: 1 when it holds a body above the lowest level; unused with one level
   std::uint32_t levels;  // bit k set when level k holds a body
   std::uint32_t level0;  // the lowest occupied level
   TorusHash hash;
@@ -151,7 +152,15 @@ void search_block(const SearchInput<T> in, std::size_t p0, std::size_t p1, std::
       const std::uint32_t l = static_cast<std::uint32_t>(std::countr_zero(up));
       const std::int64_t ux = cell_coord(sx[p], g.inv[l]);
       const std::int64_t uy = cell_coord(sy[p], g.inv[l]);
-      for (std::int64_t dy = -1; dy <= 1; ++dy) row(p, l, ux - 1, ux + 1, uy + dy, false);
+      for (std::int64_t dy = -1; dy <= 1; ++dy) {
+        // A row whose buckets hold no body above the lowest level has none
+        // of level l: every body there would fail the level test. (Deep in
+        // a pile with landing bodies above it, that is nearly every row.)
+        if (!in.coarse[hash(l, ux - 1, uy + dy)] && !in.coarse[hash(l, ux, uy + dy)] &&
+            !in.coarse[hash(l, ux + 1, uy + dy)])
+          continue;
+        row(p, l, ux - 1, ux + 1, uy + dy, false);
+      }
     }
   }
 }
@@ -252,9 +261,12 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
   // A single occupied level (equal radii) needs no per-body level.
   if (one_level) {
     bp.slevel = {};
+    bp.coarse = {};
   } else {
     bp.slevel.resize(n);
+    bp.coarse.resize(buckets);
   }
+  const auto lowest = static_cast<std::uint8_t>(std::countr_zero(levels));
 
   // 2. Exclusive scan: bucket_start[h + 1] becomes the start of bucket h.
   //    Two passes over fixed blocks (block sums, then offsets); integer sums,
@@ -297,13 +309,19 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
       const std::uint32_t begin = bp.bucket_start[h];
       const std::uint32_t end = bp.bucket_start[h + 1];
       if (end - begin > 1) std::sort(bp.sorted.begin() + begin, bp.sorted.begin() + end);
+      std::uint8_t coarse = 0;
       for (std::uint32_t p = begin; p < end; ++p) {
         const std::uint32_t i = bp.sorted[p];
         bp.sx[p] = fx(i);
         bp.sy[p] = fy(i);
         if (!uniform) bp.se[p] = extent_of(i);
-        if (!one_level) bp.slevel[p] = static_cast<std::uint8_t>(level_at(i));
+        if (!one_level) {
+          const auto k = static_cast<std::uint8_t>(level_at(i));
+          bp.slevel[p] = k;
+          coarse |= k != lowest ? 1 : 0;
+        }
       }
+      if (!one_level) bp.coarse[h] = coarse;
     }
   });
 
@@ -313,7 +331,8 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
   // |rounded distance - exact distance| <= |rounding of (dx, dy)| <= 2 sqrt(2) delta.
   const double band = 2.0 * 1.4142135623730951 * delta * (1.0 + 1e-9);
   const SearchInput<T> in{bp.sx.data(), bp.sy.data(), bp.se.data(), bp.slevel.data(), bp.sorted.data(),
-                       bp.bucket_start.data(), x.data(), y.data(), radius.data(), margin, emin, band, levels,
+                       bp.bucket_start.data(), x.data(), y.data(), radius.data(), margin, emin, band,
+                       bp.coarse.data(), levels,
                        static_cast<std::uint32_t>(std::countr_zero(levels)), hash, &g};
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];

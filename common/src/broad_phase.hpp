@@ -48,6 +48,7 @@ struct BroadPhase {
   std::vector<float> sx, sy;              // sorted positions relative to the bounding box's middle, as float
   std::vector<double> se;                 // sorted extents (empty when all are equal)
   std::vector<std::uint8_t> slevel;       // sorted grid levels (empty with a single level)
+  std::vector<std::uint8_t> coarse;       // per bucket: holds a body above the lowest level (empty with one)
   std::vector<std::size_t> block_size;    // pairs each search block found last time (its next reserve)
   /// Gives back the per-body arrays (kept: block_size). A large world calls
   /// this after each search: they would otherwise sit beside the colouring
@@ -59,6 +60,7 @@ struct BroadPhase {
     std::vector<float>().swap(sy);
     std::vector<double>().swap(se);
     std::vector<std::uint8_t>().swap(slevel);
+    std::vector<std::uint8_t>().swap(coarse);
   }
 };
 
