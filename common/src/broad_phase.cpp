@@ -102,32 +102,49 @@ void search_block(const SearchInput<T> in, std::size_t p0, std::size_t p1, std::
   };
   double uniform_lo2 = 0.0, uniform_hi2 = 0.0;
   if (Uniform) bounds_for(2.0 * in.emin, uniform_lo2, uniform_hi2);
-  // Partners of p among sorted positions [q, end) on level `level`.
+  // Partners of p among sorted positions [q0, end) on level `level`.
   //
   // Only the level is checked, not the cell: a body of that level in these
   // buckets is either in the scanned cells or in a cell that shares their
   // buckets, W or H cells away, which the distance test rejects. The scanned
   // bucket runs of one body never overlap (W >= 8), so nothing is met twice.
-  auto scan = [&](std::uint32_t p, std::uint32_t q, std::uint32_t end, std::uint32_t level) __attribute__((always_inline)) {
-    if (q >= end) return;
+  auto scan = [&](std::uint32_t p, std::uint32_t q0, std::uint32_t end, std::uint32_t level) __attribute__((always_inline)) {
+    if (q0 >= end) return;
     const double px = sx[p], py = sy[p], pe = extent_at(p);
     const std::uint32_t i = sorted[p];
-    for (; q < end; ++q) {
-      if (!OneLevel && slevel[q] != level) continue;
-      const double dx = static_cast<double>(sx[q]) - px, dy = static_cast<double>(sy[q]) - py;
-      const double d2 = dx * dx + dy * dy;
-      double lo2 = uniform_lo2, hi2 = uniform_hi2;
-      if (!Uniform) bounds_for(pe + extent_at(q), lo2, hi2);
-      if (d2 >= hi2) continue;
-      const std::uint32_t j = sorted[q];
-      // In the band: the exact predicate, on the exact positions.
-      if (d2 >= lo2 && !exact_overlap(in, i, j)) continue;
-      // Full: grow by an eighth, not by doubling. While a gas heats up its
-      // blocks outgrow their room at nearly every rebuild, and doubling left
-      // the list's memory at up to twice its size.
-      if (local.size() == local.capacity()) [[unlikely]]
-        local.reserve(local.capacity() + local.capacity() / 8 + 16);
-      local.push_back(Pair{std::min(i, j), std::max(i, j)});
+    // First the positions that may be partners, without a branch per
+    // position (most fail the test, in no pattern a branch predictor could
+    // learn), then those one at a time, in order.
+    constexpr std::uint32_t kBatch = 32;
+    std::uint32_t near[kBatch];
+    double near_d2[kBatch];
+    for (std::uint32_t b0 = q0; b0 < end; b0 += kBatch) {
+      const std::uint32_t b1 = std::min(end, b0 + kBatch);
+      std::uint32_t found = 0;
+      for (std::uint32_t q = b0; q < b1; ++q) {
+        const double dx = static_cast<double>(sx[q]) - px, dy = static_cast<double>(sy[q]) - py;
+        const double d2 = dx * dx + dy * dy;
+        double lo2 = uniform_lo2, hi2 = uniform_hi2;
+        if (!Uniform) bounds_for(pe + extent_at(q), lo2, hi2);
+        near[found] = q;
+        near_d2[found] = d2;
+        found += (d2 < hi2) & (OneLevel || slevel[q] == level) ? 1 : 0;
+      }
+      for (std::uint32_t f = 0; f < found; ++f) {
+        const std::uint32_t q = near[f];
+        const double d2 = near_d2[f];
+        double lo2 = uniform_lo2, hi2 = uniform_hi2;
+        if (!Uniform) bounds_for(pe + extent_at(q), lo2, hi2);
+        const std::uint32_t j = sorted[q];
+        // In the band: the exact predicate, on the exact positions.
+        if (d2 >= lo2 && !exact_overlap(in, i, j)) continue;
+        // Full: grow by an eighth, not by doubling. While a gas heats up its
+        // blocks outgrow their room at nearly every rebuild, and doubling left
+        // the list's memory at up to twice its size.
+        if (local.size() == local.capacity()) [[unlikely]]
+          local.reserve(local.capacity() + local.capacity() / 8 + 16);
+        local.push_back(Pair{std::min(i, j), std::max(i, j)});
+      }
     }
   };
   // A row of cells cx_lo..cx_hi (scan_row: one run when the buckets do not
