@@ -228,7 +228,7 @@ inline bool impact(V v, Pos x, Pair p, Contact& c, std::uint8_t& collided, const
 // the one spring's depth, which keeps the mean overlap of a pile (its
 // contacts are shallower) and halves a deep one: a body wedged in a bottom
 // corner of the 100k pile under the pile's sideways push held 0.174 r with
-// the one spring, 0.076 r with this. The deep push is at most kStiffPush of
+// the one spring, 0.070 r with this. The deep push is at most kStiffPush of
 // max_push (with the full push the 10k pile kept more kinetic energy at
 // step 600: over 12 seeds a geometric mean of 1.3e-5 J a body, against 2.9e-6
 // with this and 4.4e-6 with the one spring), and never below the one
