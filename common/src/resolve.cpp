@@ -238,11 +238,11 @@ inline bool impact(V v, Pos x, Pair p, Contact& c, std::uint8_t& collided, const
 struct DeepSoft {
   double rate, mass_scale, impulse_scale;
 };
-inline DeepSoft deep_softness(double gap, double reach, const SolveContext& ctx) {
+inline DeepSoft deep_softness(double gap, double reach, const Softness& sf, const SolveContext& ctx) {
   const double m = gap / (-kStiffFrom * reach);
   const double s = std::min(m, kStiffMax);
-  const double hw = ctx.pair_h_omega * s;
-  const double a1 = ctx.two_zeta + hw;
+  const double hw = sf.h_omega * s;
+  const double a1 = sf.two_zeta + hw;
   const double a2 = hw * a1;
   const double a3 = 1.0 / (1.0 + a2);
   return {hw * hw * a3 * ctx.inv_h, a2 * a3, a3};
@@ -278,7 +278,7 @@ inline double soft_accum(double un, double gap, double accum, const Softness& sf
     mass_scale = sf.mass_scale;
     impulse_scale = sf.impulse_scale;
     if (ctx.stiffen_deep && !departing && reach > 0.0 && gap < -kStiffFrom * reach) {  // pairs only (walls pass no reach)
-      const DeepSoft d = deep_softness(gap, reach, ctx);
+      const DeepSoft d = deep_softness(gap, reach, sf, ctx);
       bias = std::min(bias, std::max(d.rate * gap, -kStiffPush * ctx.max_push));
       mass_scale = d.mass_scale;
       impulse_scale = d.impulse_scale;
@@ -432,7 +432,7 @@ template <Pass kPass, class V>
   const __m256d resting = _mm256_set1_pd(ctx.resting);
   const __m256d stiff_from = _mm256_set1_pd(-kStiffFrom);
   const bool stiffen = ctx.stiffen_deep;
-  const __m256d h_omega = _mm256_set1_pd(ctx.pair_h_omega), two_zeta = _mm256_set1_pd(ctx.two_zeta);
+  const __m256d h_omega = _mm256_set1_pd(sf.h_omega), two_zeta = _mm256_set1_pd(sf.two_zeta);
   const __m256d one = _mm256_set1_pd(1.0), stiff_max = _mm256_set1_pd(kStiffMax);
   const __m256d stiff_least = _mm256_set1_pd(-kStiffPush * ctx.max_push);
   const double* const x = b.x.data();
@@ -1034,20 +1034,22 @@ std::uint64_t solve_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, co
   SolveContext here = ctx;
   // The soft passes read the gap at detection, so with no deep contact at
   // detection they skip the test.
-  here.stiffen_deep = ctx.stiffen_deep && cs.deep > 0 &&
+  // Not with one soft pass: its stiffness is already the most it holds (the
+  // 1 x 1 pile boiled).
+  here.stiffen_deep = ctx.iterations >= 2 && cs.deep > 0 &&
                       (cs.deep <= kStiffFew || cs.deep * kStiffAtMost <= cs.size()) &&
                       stiffening_allowed.load(std::memory_order_relaxed);
   with_velocities(b, cs, [&](auto v) { collided = solve_with(v, b, cs, walls, here); });
   return collided;
 }
 
-Softness make_softness(double hertz, double zeta, double h) {
-  if (hertz <= 0.0) return {0.0, 1.0, 0.0};
-  const double omega = 2.0 * std::numbers::pi * hertz;
+Softness make_softness(double share, double zeta, double h) {
+  if (share <= 0.0) return {0.0, 1.0, 0.0, 0.0, 2.0 * zeta};
+  const double omega = 2.0 * std::numbers::pi * (share * (1.0 / h));
   const double a1 = 2.0 * zeta + h * omega;
   const double a2 = h * omega * a1;
   const double a3 = 1.0 / (1.0 + a2);
-  return {omega / a1, a2 * a3, a3};
+  return {omega / a1, a2 * a3, a3, 2.0 * std::numbers::pi * share, 2.0 * zeta};
 }
 
 void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {

@@ -145,13 +145,17 @@ WarmTable warm_table(const BodyStore& b, const WarmByIds& saved);
 void restore_warm(const PairBlocks& pairs, const WarmTable& table, Contacts& contacts);
 
 /// The soft contact of Box2D v3's soft step, for a substep of length h: a
-/// spring of `hertz` with damping ratio `zeta`, as the three numbers a pass uses.
+/// spring of `share` of the substep rate (hertz = share / h) with damping
+/// ratio `zeta`, as the three numbers a pass uses, and the spring itself (a
+/// deep pair's stiffer one is made from it: deep_softness in resolve.cpp).
 struct Softness {
   double bias_rate = 0;      // 1/s
   double mass_scale = 1;
   double impulse_scale = 0;
+  double h_omega = 0;        // h times the angular frequency: 2 pi share
+  double two_zeta = 0;       // twice the damping ratio
 };
-Softness make_softness(double hertz, double zeta, double h);
+Softness make_softness(double share, double zeta, double h);
 
 /// What the discrete passes of one substep need besides the contacts.
 struct SolveContext {
@@ -160,8 +164,7 @@ struct SolveContext {
   double resting = 0;         // approach speeds at or below this do not bounce (m/s)
   double max_push = 0;        // fastest the soft bias pushes overlapping bodies apart (m/s)
   Softness pair_soft, wall_soft;
-  double pair_h_omega = 0, two_zeta = 0;  // pair_soft's h omega and 2 zeta, for deep_softness
-  bool stiffen_deep = false;  // not with one soft pass: its stiffness is already the most it holds
+  bool stiffen_deep = false;  // deep pairs get a stiffer spring this substep (set by solve_contacts)
   Bounds bounds;
   int iterations = 1;    // soft passes
   int relax_passes = 1;  // relax passes

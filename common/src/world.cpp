@@ -401,11 +401,8 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.bounds = p.bounds;
   // Box2D v3's soft contact (see contact_rate).
   ctx.relax_passes = p.iterations + kExtraRelaxPasses;
-  ctx.pair_soft = make_softness(contact_rate(p.iterations) * ctx.inv_h, kContactDamping, h);
-  ctx.pair_h_omega = 2.0 * std::numbers::pi * contact_rate(p.iterations);
-  ctx.two_zeta = 2.0 * kContactDamping;
-  ctx.stiffen_deep = p.iterations >= 2;
-  ctx.wall_soft = make_softness(kWallRate * ctx.inv_h, kContactDamping, h);
+  ctx.pair_soft = make_softness(contact_rate(p.iterations), kContactDamping, h);
+  ctx.wall_soft = make_softness(kWallRate, kContactDamping, h);
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
