@@ -283,7 +283,7 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
     bp.slevel.resize(n);
     bp.coarse.resize(buckets);
   }
-  const auto lowest = static_cast<std::uint8_t>(std::countr_zero(levels));
+  const auto lowest = static_cast<std::uint32_t>(std::countr_zero(levels));  // the lowest occupied level
 
   // 2. Exclusive scan: bucket_start[h + 1] becomes the start of bucket h.
   //    Two passes over fixed blocks (block sums, then offsets); integer sums,
@@ -349,8 +349,7 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
   const double band = 2.0 * 1.4142135623730951 * delta * (1.0 + 1e-9);
   const SearchInput<T> in{bp.sx.data(), bp.sy.data(), bp.se.data(), bp.slevel.data(), bp.sorted.data(),
                        bp.bucket_start.data(), x.data(), y.data(), radius.data(), margin, emin, band,
-                       bp.coarse.data(), levels,
-                       static_cast<std::uint32_t>(std::countr_zero(levels)), hash, &g};
+                       bp.coarse.data(), levels, lowest, hash, &g};
   for_blocks(n, kBlock, [&](std::size_t p0, std::size_t p1, std::size_t blk) {
     std::vector<Pair>& local = out.blocks[blk];
     // Room for a little more than last time, allocated once: growing by
