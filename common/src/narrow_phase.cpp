@@ -57,6 +57,7 @@ template <class Look>
          hits &= hits - 1)
       look(k + static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(hits))));
   }
+  _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
   for (; k < size; ++k) look(k);
 }
 

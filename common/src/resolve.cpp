@@ -515,6 +515,13 @@ template <Pass kPass, class V>
                 _mm256_blendv_pd(vbx, _mm256_add_pd(vbx, _mm256_mul_pd(db, nx)), moves),
                 _mm256_blendv_pd(vby, _mm256_add_pd(vby, _mm256_mul_pd(db, ny)), moves));
   }
+  // The scalar code after the lanes (the tail here, and whatever runs next
+  // on this thread) is not AVX: leave the registers' upper halves clean.
+  // GCC does not always do it on this path (the constants above dirty them
+  // even when no quad runs), and SSE code after dirty upper halves ran up to
+  // four times slower on this machine (an AMD EPYC): the pair search, the
+  // velocity update, everything.
+  _mm256_zeroupper();
   run_scalar<kPass>(v, pairs, geo, k, k1, b, ctx);
 }
 
@@ -541,6 +548,7 @@ template <class V, class Look>
   for (; k + 4 <= k1; k += 4)
     for (unsigned bits = may_fire(load_quad(v, pairs, geo, k), ctx); bits != 0; bits &= bits - 1)
       look(k + static_cast<std::size_t>(std::countr_zero(bits)));
+  _mm256_zeroupper();  // as in run_avx2
   for (; k < k1; ++k) look(k);
 }
 
@@ -553,6 +561,7 @@ template <class V, class Look>
     for (unsigned bits = may_fire(load_quad_at(v, pairs, geo, ks[i], ks[i + 1], ks[i + 2], ks[i + 3]), ctx);
          bits != 0; bits &= bits - 1)
       look(ks[i + static_cast<std::size_t>(std::countr_zero(bits))]);
+  _mm256_zeroupper();  // as in run_avx2
   for (; i < n; ++i) look(ks[i]);
 }
 
