@@ -84,6 +84,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
     Contacts::Block& local = out.block_contacts[blk];
     local.pairs.clear();
     local.geometry.clear();
+    local.accum.clear();
     local.candidate.clear();
     local.point.clear();
     local.deep = 0;
@@ -121,7 +122,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
         c.share_b = ma * inv;
       }
       while (w < warm.size() && warm[w].first < cand) ++w;
-      c.accum = w < warm.size() && warm[w].first == cand ? warm[w].second : 0.0;
+      local.accum.push_back(w < warm.size() && warm[w].first == cand ? warm[w].second : 0.0);
       if (points)
         local.point.push_back(
             {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach});
@@ -145,6 +146,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const std::size_t total = out.block_count[nb];
   out.pairs.resize(total);
   out.geometry.resize(total);
+  out.accum.resize(total);
   out.candidate.resize(total);
   out.collided.assign(total, 0);
   if (points) out.point.resize(total);
@@ -153,6 +155,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
     const std::size_t at = out.block_count[blk];
     std::copy(local.pairs.begin(), local.pairs.end(), out.pairs.begin() + static_cast<std::ptrdiff_t>(at));
     std::copy(local.geometry.begin(), local.geometry.end(), out.geometry.begin() + static_cast<std::ptrdiff_t>(at));
+    std::copy(local.accum.begin(), local.accum.end(), out.accum.begin() + static_cast<std::ptrdiff_t>(at));
     std::copy(local.candidate.begin(), local.candidate.end(), out.candidate.begin() + static_cast<std::ptrdiff_t>(at));
     if (points) std::copy(local.point.begin(), local.point.end(), out.point.begin() + static_cast<std::ptrdiff_t>(at));
   });

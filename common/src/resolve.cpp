@@ -288,11 +288,12 @@ inline double soft_accum(double un, double gap, double accum, const Softness& sf
 }
 
 template <class V>
-inline void soft(V v, Pair p, Contact& c, double gap, const Softness& sf, bool use_bias, const SolveContext& ctx) {
-  const double accum = soft_accum(normal_velocity(v, p, c), gap, c.accum, sf, use_bias, ctx, c.reach);
-  const double change = accum - c.accum;
+inline void soft(V v, Pair p, const Contact& c, double& carried, double gap, const Softness& sf, bool use_bias,
+                 const SolveContext& ctx) {
+  const double accum = soft_accum(normal_velocity(v, p, c), gap, carried, sf, use_bias, ctx, c.reach);
+  const double change = accum - carried;
   if (change == 0.0) return;
-  c.accum = accum;
+  carried = accum;
   push_velocity(v, p, c, change);
 }
 
@@ -306,17 +307,17 @@ enum class Pass { kWarm, kSoft, kRelaxMeasure, kRelax };
 
 // The same passes one contact at a time, in order.
 template <Pass kPass, class V>
-void run_scalar(V v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_t k1, const BodyStore& b,
-                const SolveContext& ctx) {
+void run_scalar(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k0, std::size_t k1,
+                const BodyStore& b, const SolveContext& ctx) {
   for (std::size_t k = k0; k < k1; ++k) {
     Contact& c = geo[k];
     const Pair p = pairs[k];
     if constexpr (kPass == Pass::kWarm) {
-      if (c.accum > 0.0) push_velocity(v, p, c, c.accum);
+      if (acc[k] > 0.0) push_velocity(v, p, c, acc[k]);
     } else {
       if constexpr (kPass == Pass::kRelaxMeasure)
         c.sep = (b.x[p.b] - b.x[p.a]) * c.nx + (b.y[p.b] - b.y[p.a]) * c.ny - c.reach;
-      soft(v, p, c, c.sep, ctx.pair_soft, kPass == Pass::kSoft, ctx);
+      soft(v, p, c, acc[k], c.sep, ctx.pair_soft, kPass == Pass::kSoft, ctx);
     }
   }
 }
@@ -326,7 +327,7 @@ void run_scalar(V v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_
 // gathers were slower).
 struct Quad {
   Pair p[4];
-  __m256d nx, ny, sep, reach, share_a, share_b, accum;
+  __m256d nx, ny, sep, reach, share_a, share_b;
   __m256d vax, vay, vbx, vby;
 };
 // a[i0], a[i1], a[i2], a[i3] in lanes.
@@ -380,7 +381,7 @@ template <class V>
                                                                      std::size_t k3) {
   static_assert(sizeof(Contact) == 64 && offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 &&
                 offsetof(Contact, sep) == 16 && offsetof(Contact, reach) == 24 && offsetof(Contact, share_a) == 32 &&
-                offsetof(Contact, share_b) == 40 && offsetof(Contact, accum) == 48);
+                offsetof(Contact, share_b) == 40 && alignof(Contact) == 64);
   Quad q;
   const double *g0 = &geo[k0].nx, *g1 = &geo[k1].nx, *g2 = &geo[k2].nx, *g3 = &geo[k3].nx;
   const __m256d r0 = _mm256_loadu_pd(g0), r1 = _mm256_loadu_pd(g1), r2 = _mm256_loadu_pd(g2),
@@ -396,7 +397,6 @@ template <class V>
   const __m256d u0 = _mm256_unpacklo_pd(s0, s1), u1 = _mm256_unpackhi_pd(s0, s1);
   const __m256d u2 = _mm256_unpacklo_pd(s2, s3), u3 = _mm256_unpackhi_pd(s2, s3);
   q.share_a = _mm256_permute2f128_pd(u0, u2, 0x20);
-  q.accum = _mm256_permute2f128_pd(u0, u2, 0x31);
   q.share_b = _mm256_permute2f128_pd(u1, u3, 0x20);
   q.p[0] = pairs[k0];
   q.p[1] = pairs[k1];
@@ -421,8 +421,8 @@ template <class V>
 }
 
 template <Pass kPass, class V>
-[[gnu::target("avx2")]] void run_avx2(V v, const Pair* pairs, Contact* geo, std::size_t k0, std::size_t k1,
-                                      const BodyStore& b, const SolveContext& ctx) {
+[[gnu::target("avx2")]] void run_avx2(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k0,
+                                      std::size_t k1, const BodyStore& b, const SolveContext& ctx) {
   const __m256d zero = _mm256_setzero_pd();
   const __m256d inv_h = _mm256_set1_pd(ctx.inv_h);
   const Softness& sf = ctx.pair_soft;
@@ -441,7 +441,8 @@ template <Pass kPass, class V>
   for (; k + 4 <= k1; k += 4) {
     const Quad q = load_quad(v, pairs, geo, k);
     const Pair* const p = q.p;
-    const __m256d nx = q.nx, ny = q.ny, share_a = q.share_a, share_b = q.share_b, accum = q.accum;
+    const __m256d nx = q.nx, ny = q.ny, share_a = q.share_a, share_b = q.share_b;
+    const __m256d accum = _mm256_loadu_pd(acc + k);
     const __m256d vax = q.vax, vay = q.vay, vbx = q.vbx, vby = q.vby;
     __m256d sep = q.sep;
     if constexpr (kPass == Pass::kRelaxMeasure) {
@@ -505,9 +506,7 @@ template <Pass kPass, class V>
     }
     if (_mm256_movemask_pd(moves) == 0) continue;
     const __m256d da = _mm256_mul_pd(share_a, change), db = _mm256_mul_pd(share_b, change);
-    alignas(32) double out[4];
-    _mm256_store_pd(out, _mm256_blendv_pd(accum, fresh, moves));
-    for (int i = 0; i < 4; ++i) geo[k + static_cast<std::size_t>(i)].accum = out[i];
+    _mm256_storeu_pd(acc + k, _mm256_blendv_pd(accum, fresh, moves));
     store_lanes(v, p[0].a, p[1].a, p[2].a, p[3].a,
                 _mm256_blendv_pd(vax, _mm256_sub_pd(vax, _mm256_mul_pd(da, nx)), moves),
                 _mm256_blendv_pd(vay, _mm256_sub_pd(vay, _mm256_mul_pd(da, ny)), moves));
@@ -522,7 +521,7 @@ template <Pass kPass, class V>
   // four times slower on this machine (an AMD EPYC): the pair search, the
   // velocity update, everything.
   _mm256_zeroupper();
-  run_scalar<kPass>(v, pairs, geo, k, k1, b, ctx);
+  run_scalar<kPass>(v, pairs, geo, acc, k, k1, b, ctx);
 }
 
 // impact()'s test in lanes (approaching faster than the resting speed and
@@ -581,11 +580,12 @@ const bool kHaveAvx2 = [] {
 template <Pass kPass, class V>
 void velocity_pass(const BodyStore& b, V v, Contacts& cs, const SolveContext& ctx) {
   Contact* const geo = cs.geometry.data();
+  double* const acc = cs.accum.data();
   const Pair* const pairs = cs.pairs.data();
   const bool lanes = simd_in_use();
   for_colour_runs(cs, [&](std::size_t k0, std::size_t k1, bool independent) {
-    if (independent && lanes) return run_avx2<kPass>(v, pairs, geo, k0, k1, b, ctx);
-    run_scalar<kPass>(v, pairs, geo, k0, k1, b, ctx);
+    if (independent && lanes) return run_avx2<kPass>(v, pairs, geo, acc, k0, k1, b, ctx);
+    run_scalar<kPass>(v, pairs, geo, acc, k0, k1, b, ctx);
   });
 }
 
@@ -1063,7 +1063,7 @@ Softness make_softness(double share, double zeta, double h) {
 
 void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
   with_velocities(b, cs, [&](auto v) { relax_with(v, b, cs, walls, ctx); });
-  const Contact* const geo = cs.geometry.data();
+  const double* const acc = cs.accum.data();
   // Keep what each contact carries for the next substep: per fixed block of
   // contacts a list, joined in order.
   const std::size_t nb = block_count(cs.size(), kWarmBlock);
@@ -1072,7 +1072,7 @@ void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const Solve
     auto& local = cs.block_warm[blk];
     local.clear();
     for (std::size_t k = k0; k < k1; ++k)
-      if (geo[k].accum > 0.0) local.emplace_back(cs.candidate[k], geo[k].accum);
+      if (acc[k] > 0.0) local.emplace_back(cs.candidate[k], acc[k]);
   });
   cs.warm.clear();
   for (std::size_t blk = 0; blk < nb; ++blk) cs.warm.insert(cs.warm.end(), cs.block_warm[blk].begin(), cs.block_warm[blk].end());
@@ -1183,7 +1183,7 @@ void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double r
     Contact& c = geo[k];
     const double before = c.bounce;
     c.bounce = (before < -resting ? -restitution * before : 0.0) - before;
-    c.accum = 0.0;
+    cs.accum[k] = 0.0;
     return 0u;
   });
 }
@@ -1289,7 +1289,7 @@ std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::u
     const Pair p = contacts.pairs[k];
     // Impulse on b: the reduced mass m_b share_b = m_a m_b / (m_a + m_b) times the
     // relative velocity change of the substep.
-    const double impulse = b.m[p.b] * c.share_b * (c.bounce + c.accum);
+    const double impulse = b.m[p.b] * c.share_b * (c.bounce + contacts.accum[k]);
     CollisionEvent ev;
     ev.a = b.id[p.a];
     ev.b = b.id[p.b];

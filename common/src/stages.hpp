@@ -17,15 +17,17 @@ namespace carom::detail {
 
 /// One contact of a substep: a candidate pair whose gap is below the
 /// speculative distance (discrete) or that overlaps (Verlet). Its bodies are in
-/// the parallel Contacts::pairs array. 64 bytes, one cache line: everything the
-/// passes read and write for the contact, and nothing else.
-struct Contact {
+/// the parallel Contacts::pairs array, and what its velocity passes have
+/// accumulated in Contacts::accum: the one value every pass writes, kept out of
+/// this cache line so that the passes write 8 bytes a contact, not 64 (the
+/// passes of a 10k pile stream their contacts from L3, and two threads were
+/// limited by it). One cache line, read by the passes.
+struct alignas(64) Contact {
   double nx = 0, ny = 0;        // unit normal from a to b at detection
   double sep = 0;               // gap at detection, |b - a| - (r_a + r_b), m (< 0: overlap); in relax: after the move
   double reach = 0;             // r_a + r_b, m (relax measures the gap with it)
   double share_a = 0;           // m_b / (m_a + m_b): a's share of a relative velocity change
   double share_b = 0;           // m_a / (m_a + m_b)
-  double accum = 0;             // accumulated relative normal velocity change of the velocity passes, >= 0 (m/s)
   double bounce = 0;            // normal velocity change of the impacts this substep (m/s); Verlet: approach before the push
 };
 static_assert(sizeof(Contact) == 64, "a contact is one cache line");
@@ -59,7 +61,7 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
 struct WallContact {
   std::uint32_t entry = 0;
   double sep = 0;              // gap to the wall at detection, m; in relax: after the move
-  double accum = 0;            // as Contact::accum
+  double accum = 0;            // as Contacts::accum
   double bounce = 0;           // as Contact::bounce
 };
 
@@ -77,6 +79,7 @@ inline constexpr std::size_t kWallBlock = 2048;
 struct Contacts {
   std::vector<Pair> pairs;
   std::vector<Contact> geometry;
+  std::vector<double> accum;             // accumulated relative normal velocity change of the velocity passes, >= 0 (m/s)
   std::vector<std::uint32_t> candidate;  // index in the candidate pair list (warm starting)
   std::vector<std::uint8_t> collided;    // an impact this substep (discrete) / pushed apart (Verlet)
   std::vector<Vec2> point;               // radius-weighted contact point at detection (events)
@@ -85,6 +88,7 @@ struct Contacts {
   struct Block {                            // scratch: one candidate block's contacts
     std::vector<Pair> pairs;
     std::vector<Contact> geometry;
+    std::vector<double> accum;
     std::vector<std::uint32_t> candidate;
     std::vector<Vec2> point;
     std::size_t deep = 0;
@@ -113,6 +117,7 @@ struct Contacts {
   void release() {
     std::vector<Pair>().swap(pairs);
     std::vector<Contact>().swap(geometry);
+    std::vector<double>().swap(accum);
     std::vector<std::uint32_t>().swap(candidate);
     std::vector<std::uint8_t>().swap(collided);
     std::vector<Vec2>().swap(point);
