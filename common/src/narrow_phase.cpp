@@ -73,8 +73,25 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const std::vector<std::uint32_t> first = candidates.starts();  // candidate index of each block's first pair
   if (out.block_contacts.size() < nb) out.block_contacts.resize(nb);
   // Each block writes its contacts into its own list, warm values merged in
-  // (both lists are in candidate order).
-  const auto& warm = out.warm;
+  // (both are in candidate order): from last substep's contacts where relax
+  // left them there (set aside here, as the new ones are written), else
+  // from the list a rebuild or a restore made.
+  if (out.warm_in_contacts) {
+    std::swap(out.candidate, out.last_candidate);
+    std::swap(out.accum, out.last_accum);
+  } else {
+    out.last_candidate.clear();
+    out.last_accum.clear();
+    for (const auto& [cand, value] : out.warm) {
+      out.last_candidate.push_back(cand);
+      out.last_accum.push_back(value);
+    }
+  }
+  out.warm_in_contacts = false;
+  out.warm.clear();
+  const std::uint32_t* const warm_cand = out.last_candidate.data();
+  const double* const warm_value = out.last_accum.data();
+  const std::size_t warm_size = out.last_candidate.size();
   // Where few candidates were contacts last substep (a gas), lanes test four
   // at a time and only those that pass are looked at again.
   const bool sparse = simd_in_use() && 4 * out.pairs.size() < candidates.count;
@@ -89,8 +106,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
     local.point.clear();
     local.deep = 0;
     const std::uint32_t first_k = first[blk];
-    std::size_t w = static_cast<std::size_t>(
-        std::lower_bound(warm.begin(), warm.end(), std::make_pair(first_k, 0.0)) - warm.begin());
+    std::size_t w = static_cast<std::size_t>(std::lower_bound(warm_cand, warm_cand + warm_size, first_k) - warm_cand);
     const auto look = [&](std::size_t k) __attribute__((always_inline)) {
       const Pair p = block[k];
       const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
@@ -121,8 +137,8 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
         c.share_a = mb * inv;
         c.share_b = ma * inv;
       }
-      while (w < warm.size() && warm[w].first < cand) ++w;
-      local.accum.push_back(w < warm.size() && warm[w].first == cand ? warm[w].second : 0.0);
+      while (w < warm_size && warm_cand[w] < cand) ++w;
+      local.accum.push_back(w < warm_size && warm_cand[w] == cand ? warm_value[w] : 0.0);
       if (points)
         local.point.push_back(
             {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach});

@@ -81,7 +81,6 @@ namespace {
 
 constexpr std::uint32_t kOverflow = kColours - 1;  // pairs that found every other colour taken
 constexpr std::size_t kPairBlock = 4096;          // candidates per block of the coloured list
-constexpr std::size_t kWarmBlock = 8192;          // contacts per block when the warm values are kept
 constexpr std::size_t kGrain = 512;               // contacts per parallel task, at least
 // The same for the passes in AVX2 lanes (for_colour_runs), which take a
 // contact in about half the time: twice 512 was 1.02-1.04x on the 10k pile
@@ -1063,19 +1062,9 @@ Softness make_softness(double share, double zeta, double h) {
 
 void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
   with_velocities(b, cs, [&](auto v) { relax_with(v, b, cs, walls, ctx); });
-  const double* const acc = cs.accum.data();
-  // Keep what each contact carries for the next substep: per fixed block of
-  // contacts a list, joined in order.
-  const std::size_t nb = block_count(cs.size(), kWarmBlock);
-  if (cs.block_warm.size() < nb) cs.block_warm.resize(nb);
-  for_blocks(cs.size(), kWarmBlock, [&](std::size_t k0, std::size_t k1, std::size_t blk) {
-    auto& local = cs.block_warm[blk];
-    local.clear();
-    for (std::size_t k = k0; k < k1; ++k)
-      if (acc[k] > 0.0) local.emplace_back(cs.candidate[k], acc[k]);
-  });
+  // What each contact carries warm-starts the next substep, where it is.
   cs.warm.clear();
-  for (std::size_t blk = 0; blk < nb; ++blk) cs.warm.insert(cs.warm.end(), cs.block_warm[blk].begin(), cs.block_warm[blk].end());
+  cs.warm_in_contacts = true;
   walls.warm = true;
 }
 
@@ -1190,14 +1179,13 @@ void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double r
 
 WarmByIds save_warm(const BodyStore& b, const PairBlocks& pairs, const Contacts& contacts) {
   WarmByIds saved;
-  if (contacts.warm.empty()) return saved;
+  if (contacts.warm_bound() == 0) return saved;
   const std::vector<std::uint32_t> first = pairs.starts();
-  saved.reserve(contacts.warm.size());
-  for (const auto& [cand, value] : contacts.warm) {
+  contacts.for_each_warm([&](std::uint32_t cand, double value) {
     const std::size_t blk = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), cand) - first.begin()) - 1;
     const Pair p = pairs.blocks[blk][cand - first[blk]];
     saved.emplace_back(std::uint64_t{b.id[p.a]} << 32 | b.id[p.b], value);
-  }
+  });
   std::sort(saved.begin(), saved.end());
   return saved;
 }
@@ -1219,18 +1207,19 @@ WarmTable table_of(std::size_t n, std::span<const std::pair<std::uint32_t, std::
 }  // namespace
 
 WarmTable warm_table(std::size_t bodies, const PairBlocks& pairs, const Contacts& contacts) {
-  if (contacts.warm.empty()) return {};
-  // contacts.warm is in candidate order: walk the blocks beside it.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> lower(contacts.warm.size());
-  std::vector<double> values(contacts.warm.size());
+  if (contacts.warm_bound() == 0) return {};
+  // The warm values are in candidate order: walk the blocks beside them.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> lower;
+  std::vector<double> values;
+  lower.reserve(contacts.warm_bound());
+  values.reserve(contacts.warm_bound());
   std::size_t blk = 0, first = 0;
-  for (std::size_t k = 0; k < contacts.warm.size(); ++k) {
-    const auto [cand, value] = contacts.warm[k];
+  contacts.for_each_warm([&](std::uint32_t cand, double value) {
     while (cand >= first + pairs.blocks[blk].size()) first += pairs.blocks[blk++].size();
     const Pair p = pairs.blocks[blk][cand - first];
-    lower[k] = {p.a, p.b};
-    values[k] = value;
-  }
+    lower.emplace_back(p.a, p.b);
+    values.push_back(value);
+  });
   return table_of(bodies, lower, values);
 }
 
@@ -1251,6 +1240,7 @@ WarmTable warm_table(const BodyStore& b, const WarmByIds& saved) {
 
 void restore_warm(const PairBlocks& pairs, const WarmTable& table, Contacts& contacts) {
   contacts.warm.clear();
+  contacts.warm_in_contacts = false;
   if (table.entry.empty()) return;
   // Each block of candidates looks up its pairs (a lower body has a few
   // entries) into its own list; the lists joined in block order are in

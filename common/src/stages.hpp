@@ -107,18 +107,40 @@ struct Contacts {
   // (vx, vy) of body i at [2i, 2i + 1] (resolve.cpp, with_velocities).
   std::vector<double> velocity;
   std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: warm values per contact block
-  // Warm starting: (candidate index, accumulated value) of last substep's
-  // contacts that carried load, in candidate order: sparse, because a gas has
-  // almost none and a dense array per candidate cost 8 bytes a candidate.
+  // Warm starting: what last substep's contacts carried, by candidate index,
+  // in candidate order. Either the contacts' own `candidate` and `accum`
+  // (warm_in_contacts: what relax_contacts leaves, so it copies nothing;
+  // collide reads them as it writes the next ones beside them) or, after a
+  // rebuild or a restore, the list `warm` of (candidate index, value) of
+  // those that carried load: sparse, because a gas has almost none.
   std::vector<std::pair<std::uint32_t, double>> warm;
+  bool warm_in_contacts = false;
+  std::vector<std::uint32_t> last_candidate;  // scratch: last substep's `candidate` while collide writes the next
+  std::vector<double> last_accum;             // scratch: the same for `accum`
+  /// Calls fn(candidate index, value) for every warm value > 0, in candidate order.
+  template <class Fn>
+  void for_each_warm(Fn&& fn) const {
+    if (warm_in_contacts) {
+      for (std::size_t k = 0; k < candidate.size(); ++k)
+        if (accum[k] > 0.0) fn(candidate[k], accum[k]);
+    } else {
+      for (const auto& [cand, value] : warm) fn(cand, value);
+    }
+  }
+  /// How many warm values for_each_warm may call fn with, at most.
+  std::size_t warm_bound() const { return warm_in_contacts ? candidate.size() : warm.size(); }
   std::size_t size() const { return pairs.size(); }
   /// Gives back the per-contact arrays (not `warm`): a large world calls this
   /// before rebuilding its pair list, the moment memory peaks.
   void release() {
+    if (warm_in_contacts) warm.clear();  // warm_table has read them already (rebuild_pairs)
+    warm_in_contacts = false;
     std::vector<Pair>().swap(pairs);
     std::vector<Contact>().swap(geometry);
     std::vector<double>().swap(accum);
     std::vector<std::uint32_t>().swap(candidate);
+    std::vector<std::uint32_t>().swap(last_candidate);
+    std::vector<double>().swap(last_accum);
     std::vector<std::uint8_t>().swap(collided);
     std::vector<Vec2>().swap(point);
     std::vector<Block>().swap(block_contacts);
