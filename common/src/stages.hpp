@@ -86,11 +86,7 @@ struct Contacts {
   std::vector<std::uint32_t> colour_begin;  // contact index where colour k starts; size colours + 1
   std::vector<std::uint32_t> block_count;   // scratch: first contact of each candidate block
   struct Block {                            // scratch: one candidate block's contacts
-    std::vector<Pair> pairs;
-    std::vector<Contact> geometry;
-    std::vector<double> accum;
-    std::vector<std::uint32_t> candidate;
-    std::vector<Vec2> point;
+    std::vector<std::uint32_t> hits;        // offsets in the block of its candidates that are contacts
     std::size_t deep = 0;
   };
   std::vector<Block> block_contacts;
