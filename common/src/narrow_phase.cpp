@@ -36,10 +36,17 @@
 namespace carom::detail {
 namespace {
 
+// collide's test: the squared distance below the squared reach plus the
+// speculative distance.
+inline bool is_contact(const double* x, const double* y, const double* r, Pair p, double speculative) {
+  const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
+  const double near = r[p.a] + r[p.b] + speculative;
+  return dx * dx + dy * dy < near * near;
+}
+
 // Appends to `hits` the offset k of each candidate of the block, in order,
-// that is a contact (its squared distance below the squared reach plus the
-// speculative distance): four at a time in lanes, with the same operations
-// as one at a time, the last few one at a time.
+// that is a contact (is_contact): four at a time in lanes, with the same
+// operations as one at a time, the last few one at a time.
 [[gnu::target("avx2")]] void contact_candidates_avx2(const double* x, const double* y, const double* r,
                                                      const Pair* block, std::size_t size, double speculative,
                                                      std::vector<std::uint32_t>& hits) {
@@ -60,12 +67,8 @@ namespace {
       hits.push_back(static_cast<std::uint32_t>(k) + static_cast<std::uint32_t>(std::countr_zero(static_cast<unsigned>(bits))));
   }
   _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
-  for (; k < size; ++k) {
-    const Pair p = block[k];
-    const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
-    const double near = r[p.a] + r[p.b] + speculative;
-    if (dx * dx + dy * dy < near * near) hits.push_back(static_cast<std::uint32_t>(k));
-  }
+  for (; k < size; ++k)
+    if (is_contact(x, y, r, block[k], speculative)) hits.push_back(static_cast<std::uint32_t>(k));
 }
 
 }  // namespace
@@ -79,10 +82,9 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const double* const m = b.m.data();
   const std::vector<std::uint32_t> first = candidates.starts();  // candidate index of each block's first pair
   if (out.block_contacts.size() < nb) out.block_contacts.resize(nb);
-  // Each block writes its contacts into its own list, warm values merged in
-  // (both are in candidate order): from last substep's contacts where relax
-  // left them there (set aside here, as the new ones are written), else
-  // from the list a rebuild or a restore made.
+  // The warm values, in candidate order as the contacts are: last substep's
+  // contacts' own, where relax left them (set aside here, as the new ones
+  // are written), else the list a rebuild or a restore made.
   if (out.warm_in_contacts) {
     std::swap(out.candidate, out.last_candidate);
     std::swap(out.accum, out.last_accum);
@@ -108,12 +110,8 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
     std::vector<std::uint32_t>& hits = out.block_contacts[blk].hits;
     hits.clear();
     if (lanes) return contact_candidates_avx2(x, y, r, block, size, speculative, hits);
-    for (std::size_t k = 0; k < size; ++k) {
-      const Pair p = block[k];
-      const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
-      const double near = r[p.a] + r[p.b] + speculative;
-      if (dx * dx + dy * dy < near * near) hits.push_back(static_cast<std::uint32_t>(k));
-    }
+    for (std::size_t k = 0; k < size; ++k)
+      if (is_contact(x, y, r, block[k], speculative)) hits.push_back(static_cast<std::uint32_t>(k));
   });
   // Each block's first contact: the counts in block order.
   out.block_count.assign(nb + 1, 0);
