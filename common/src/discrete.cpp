@@ -134,8 +134,7 @@ void DiscreteSolver::restore(WarmByIds warm, std::optional<PairAnchors::Saved> s
   } else {
     anchors.forget_restored();
   }
-  contacts.warm.clear();
-  contacts.warm_in_contacts = false;
+  contacts.forget_warm();
   anchors.invalidate();
   // The next narrow phase takes these as last substep's wall values.
   walls.blocks.assign(walled ? block_count(bodies, kWallBlock) : 0, {});

@@ -86,21 +86,13 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   // contacts' own, where relax left them (set aside here, as the new ones
   // are written), else the list a rebuild or a restore made.
   if (out.warm_in_contacts) {
-    std::swap(out.candidate, out.last_candidate);
-    std::swap(out.accum, out.last_accum);
-  } else {
-    out.last_candidate.clear();
-    out.last_accum.clear();
-    for (const auto& [cand, value] : out.warm) {
-      out.last_candidate.push_back(cand);
-      out.last_accum.push_back(value);
-    }
+    std::swap(out.candidate, out.warm_candidate);
+    std::swap(out.accum, out.warm_value);
+    out.warm_in_contacts = false;
   }
-  out.warm_in_contacts = false;
-  out.warm.clear();
-  const std::uint32_t* const warm_cand = out.last_candidate.data();
-  const double* const warm_value = out.last_accum.data();
-  const std::size_t warm_size = out.last_candidate.size();
+  const std::uint32_t* const warm_cand = out.warm_candidate.data();
+  const double* const warm_value = out.warm_value.data();
+  const std::size_t warm_size = out.warm_candidate.size();
   // 1. Which candidates are contacts: each block lists its own, in order
   // (four at a time in lanes where the processor has them).
   const bool lanes = simd_in_use();
@@ -174,6 +166,9 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   });
   out.deep = 0;
   for (std::size_t blk = 0; blk < nb; ++blk) out.deep += out.block_contacts[blk].deep;
+  // Used: the next substep starts from what relax leaves (or cold).
+  out.warm_candidate.clear();
+  out.warm_value.clear();
   const std::uint32_t colours = colouring.colours();
   out.colour_begin.resize(colours + 1);
   for (std::uint32_t c = 0; c <= colours; ++c) out.colour_begin[c] = out.block_count[colouring.block_begin[c]];

@@ -1063,7 +1063,6 @@ Softness make_softness(double share, double zeta, double h) {
 void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
   with_velocities(b, cs, [&](auto v) { relax_with(v, b, cs, walls, ctx); });
   // What each contact carries warm-starts the next substep, where it is.
-  cs.warm.clear();
   cs.warm_in_contacts = true;
   walls.warm = true;
 }
@@ -1239,8 +1238,7 @@ WarmTable warm_table(const BodyStore& b, const WarmByIds& saved) {
 }
 
 void restore_warm(const PairBlocks& pairs, const WarmTable& table, Contacts& contacts) {
-  contacts.warm.clear();
-  contacts.warm_in_contacts = false;
+  contacts.forget_warm();
   if (table.entry.empty()) return;
   // Each block of candidates looks up its pairs (a lower body has a few
   // entries) into its own list; the lists joined in block order are in
@@ -1263,7 +1261,10 @@ void restore_warm(const PairBlocks& pairs, const WarmTable& table, Contacts& con
     }
   });
   for (std::size_t blk = 0; blk < nb; ++blk)
-    contacts.warm.insert(contacts.warm.end(), contacts.block_warm[blk].begin(), contacts.block_warm[blk].end());
+    for (const auto& [cand, value] : contacts.block_warm[blk]) {
+      contacts.warm_candidate.push_back(cand);
+      contacts.warm_value.push_back(value);
+    }
 }
 
 std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::uint32_t substep, std::size_t cap,

@@ -102,41 +102,45 @@ struct Contacts {
   // Scratch: the velocities the solver works on where contacts are many,
   // (vx, vy) of body i at [2i, 2i + 1] (resolve.cpp, with_velocities).
   std::vector<double> velocity;
-  std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: warm values per contact block
+  std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: restore_warm's per candidate block
   // Warm starting: what last substep's contacts carried, by candidate index,
   // in candidate order. Either the contacts' own `candidate` and `accum`
-  // (warm_in_contacts: what relax_contacts leaves, so it copies nothing;
-  // collide reads them as it writes the next ones beside them) or, after a
-  // rebuild or a restore, the list `warm` of (candidate index, value) of
-  // those that carried load: sparse, because a gas has almost none.
-  std::vector<std::pair<std::uint32_t, double>> warm;
+  // (warm_in_contacts: what relax_contacts leaves, so nothing is copied) or
+  // `warm_candidate` and `warm_value`: after a rebuild, those that carried
+  // load (restore_warm; sparse, because a gas has almost none). collide
+  // merges them into the next contacts, the contacts' own set aside in
+  // warm_candidate and warm_value as the next are written, and empties them.
   bool warm_in_contacts = false;
-  std::vector<std::uint32_t> last_candidate;  // scratch: last substep's `candidate` while collide writes the next
-  std::vector<double> last_accum;             // scratch: the same for `accum`
+  std::vector<std::uint32_t> warm_candidate;
+  std::vector<double> warm_value;
   /// Calls fn(candidate index, value) for every warm value > 0, in candidate order.
   template <class Fn>
   void for_each_warm(Fn&& fn) const {
-    if (warm_in_contacts) {
-      for (std::size_t k = 0; k < candidate.size(); ++k)
-        if (accum[k] > 0.0) fn(candidate[k], accum[k]);
-    } else {
-      for (const auto& [cand, value] : warm) fn(cand, value);
-    }
+    const std::vector<std::uint32_t>& cands = warm_in_contacts ? candidate : warm_candidate;
+    const std::vector<double>& values = warm_in_contacts ? accum : warm_value;
+    for (std::size_t k = 0; k < cands.size(); ++k)
+      if (values[k] > 0.0) fn(cands[k], values[k]);
   }
   /// How many warm values for_each_warm may call fn with, at most.
-  std::size_t warm_bound() const { return warm_in_contacts ? candidate.size() : warm.size(); }
+  std::size_t warm_bound() const { return warm_in_contacts ? candidate.size() : warm_candidate.size(); }
+  /// No warm values: the next substep starts cold.
+  void forget_warm() {
+    warm_in_contacts = false;
+    warm_candidate.clear();
+    warm_value.clear();
+  }
   std::size_t size() const { return pairs.size(); }
-  /// Gives back the per-contact arrays (not `warm`): a large world calls this
-  /// before rebuilding its pair list, the moment memory peaks.
+  /// Gives back the per-contact arrays and the warm values: a large world
+  /// calls this before rebuilding its pair list (after warm_table has read the
+  /// warm values, before restore_warm), the moment memory peaks.
   void release() {
-    if (warm_in_contacts) warm.clear();  // warm_table has read them already (rebuild_pairs)
     warm_in_contacts = false;
     std::vector<Pair>().swap(pairs);
     std::vector<Contact>().swap(geometry);
     std::vector<double>().swap(accum);
     std::vector<std::uint32_t>().swap(candidate);
-    std::vector<std::uint32_t>().swap(last_candidate);
-    std::vector<double>().swap(last_accum);
+    std::vector<std::uint32_t>().swap(warm_candidate);
+    std::vector<double>().swap(warm_value);
     std::vector<std::uint8_t>().swap(collided);
     std::vector<Vec2>().swap(point);
     std::vector<Block>().swap(block_contacts);
