@@ -6,12 +6,16 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
 #include <cmath>
 #include <cstdint>
 #include <set>
 #include <vector>
 
 #include "broad_phase.hpp"
+#include "parallel.hpp"
 #include "stages.hpp"
 #include "support/scenes.hpp"
 
@@ -182,6 +186,54 @@ TEST(BroadPhase, MatchesBruteForceAtCellEdgesFarFromOrigin) {
       ASSERT_GT(close, 0u);
       expect_matches_brute_force(c, "e " + std::to_string(e) + " offset " + std::to_string(offset));
     }
+  }
+}
+
+// run_stages (the contact passes' one fork for all colours): every chunk
+// runs once, no chunk of a stage starts before every chunk of the stage
+// before is done, a one-chunk stage runs on the calling thread, and it
+// finishes with more threads than cores (a participant only ever waits for
+// one that is running).
+TEST(RunStages, EveryChunkOnceAndStagesInOrder) {
+  tbb::global_control allow(tbb::global_control::max_allowed_parallelism, 8);
+  // Stages of 1 to 9 chunks, some runs of one-chunk stages, some empty.
+  std::vector<std::size_t> chunks;
+  for (int s = 0; s < 300; ++s) chunks.push_back(s % 7 == 3 ? 0 : s % 5 == 0 ? 1 + s % 9 : (s % 3 == 0 ? 1 : 2 + s % 4));
+  std::vector<std::size_t> first(chunks.size() + 1, 0);
+  for (std::size_t s = 0; s < chunks.size(); ++s) first[s + 1] = first[s] + chunks[s];
+  for (const int threads : {1, 2, 3, 8}) {
+    tbb::task_arena arena(threads);
+    const std::unique_ptr<std::atomic<int>[]> ran(new std::atomic<int>[first.back()]);
+    const std::unique_ptr<std::atomic<std::size_t>[]> done(new std::atomic<std::size_t>[chunks.size()]);
+    for (std::size_t k = 0; k < first.back(); ++k) ran[k] = 0;
+    for (std::size_t s = 0; s < chunks.size(); ++s) done[s] = 0;
+    std::atomic<int> early{0}, elsewhere{0}, unknown{0};
+    std::thread::id caller;
+    arena.execute([&] {
+      caller = std::this_thread::get_id();
+      detail::run_stages(
+          chunks.size(), [&](std::size_t s) { return chunks[s]; },
+          [&](std::size_t s, std::size_t j) {
+            if (j >= chunks[s]) ++unknown;
+            // Every earlier stage is complete (the last non-empty one suffices).
+            for (std::size_t e = s; e-- > 0;)
+              if (chunks[e] > 0) {
+                if (done[e].load() != chunks[e]) ++early;
+                break;
+              }
+            if (chunks[s] == 1 && std::this_thread::get_id() != caller) ++elsewhere;
+            // Some work, so that participants really overlap.
+            volatile double x = 0;
+            for (int i = 0; i < 200; ++i) x = x + i;
+            ++ran[first[s] + j];
+            ++done[s];
+          });
+    });
+    const std::string what = std::to_string(threads) + " threads";
+    for (std::size_t k = 0; k < first.back(); ++k) ASSERT_EQ(ran[k].load(), 1) << what << ", chunk " << k;
+    EXPECT_EQ(early.load(), 0) << what << ": a chunk started before the stage before it was done";
+    EXPECT_EQ(elsewhere.load(), 0) << what << ": a one-chunk stage ran off the calling thread";
+    EXPECT_EQ(unknown.load(), 0) << what;
   }
 }
 
