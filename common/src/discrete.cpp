@@ -47,6 +47,9 @@ void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt) {
   speculative = kSpeculative * rmin;
   const std::span<const double> extents = anchors.extents(b.r, extent_scratch, range);
   find_pairs(anchors.x(), anchors.y(), extents, anchors.margin(speculative), range, broad, pairs);
+  // The solver's slots: the search's order (see Contacts::slot_of).
+  contacts.slot_of.resize(broad.sorted.size() == n ? n : 0);
+  for (std::size_t s = 0; s < contacts.slot_of.size(); ++s) contacts.slot_of[broad.sorted[s]] = static_cast<std::uint32_t>(s);
   // Large worlds give the search's arrays back before colouring (memory per
   // body at a million bodies, with the contacts' release above: 142 -> 122
   // B); small ones keep them (no allocation per rebuild).

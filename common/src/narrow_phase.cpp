@@ -24,6 +24,7 @@
 // fixed choice.
 
 #include <immintrin.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <bit>
@@ -110,6 +111,10 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   for (std::size_t blk = 0; blk < nb; ++blk)
     out.block_count[blk + 1] = out.block_count[blk] + static_cast<std::uint32_t>(out.block_contacts[blk].hits.size());
   const std::size_t total = out.block_count[nb];
+  // The solver's slots where its passes are shared (Contacts::slotted).
+  out.slotted = out.slot_of.size() == b.size() && total >= kSharedPassesFrom &&
+                tbb::this_task_arena::max_concurrency() > 1;
+  const std::uint32_t* const slot = out.slotted ? out.slot_of.data() : nullptr;
   out.pairs.resize(total);
   out.geometry.resize(total);
   out.accum.resize(total);
@@ -144,6 +149,8 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
       c.sep = d - reach;
       c.reach = reach;
       c.bounce = 0.0;
+      c.va = slot ? slot[p.a] : p.a;
+      c.vb = slot ? slot[p.b] : p.b;
       deep += c.sep < -kStiffFrom * reach ? 1 : 0;
       // Equal masses share by exactly 1/2 (m / 2m may not round to it).
       const double ma = m[p.a], mb = m[p.b];
@@ -175,7 +182,9 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   return total;
 }
 
-void collide_walls(const BodyStore& b, const Bounds& box, double speculative, WallContacts& walls) {
+void collide_walls(const BodyStore& b, const Bounds& box, double speculative, WallContacts& walls,
+                   std::span<const std::uint32_t> slot_of) {
+  const std::uint32_t* const slot = slot_of.size() == b.size() ? slot_of.data() : nullptr;
   std::swap(walls.blocks, walls.last);
   const std::size_t n = b.size();
   const std::size_t nb = box.walled ? block_count(n, kWallBlock) : 0;
@@ -199,6 +208,7 @@ void collide_walls(const BodyStore& b, const Bounds& box, double speculative, Wa
         if (!(gaps[wall] < speculative)) continue;
         WallContact c;
         c.entry = static_cast<std::uint32_t>(i) << 2 | wall;
+        c.slot = slot ? slot[i] : static_cast<std::uint32_t>(i);
         c.sep = gaps[wall];
         if (last) {
           while (w < last->size() && (*last)[w].entry < c.entry) ++w;

@@ -62,6 +62,7 @@
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <immintrin.h>
 
@@ -72,6 +73,8 @@
 #include <cstddef>
 #include <numbers>
 #include <span>
+#include <type_traits>
+#include <vector>
 
 #include "parallel.hpp"
 #include "stages.hpp"
@@ -86,6 +89,12 @@ constexpr std::size_t kGrain = 512;               // contacts per parallel task,
 // contact in about half the time: twice 512 was 1.02-1.04x on the 10k pile
 // and the default world, four times 0.98x on the pile.
 constexpr std::size_t kLaneGrain = 1024;
+// A colour of this many contacts or more is shared among the threads in
+// the velocity passes (run_passes; where contacts are kSharedPassesFrom or
+// more), even below kLaneGrain a thread.
+constexpr std::size_t kSplitFrom = 256;
+// Soft passes a substep runs at most (Params::iterations' bound).
+constexpr int kMaxSoftPasses = 64;
 // Verlet: more passes than asked for while a pair overlaps by more than this
 // share of its smaller radius, up to this many passes in all.
 constexpr double kDeepOverlap = 0.5;
@@ -119,8 +128,10 @@ void for_colour_runs(const Contacts& cs, Fn&& fn) {
       fn(k0, k1, c != kOverflow);
       continue;
     }
+    // The same share of every colour on the same thread (see run_passes).
     tbb::parallel_for(tbb::blocked_range<std::size_t>(k0, k1, kGrainOf),
-                      [&](const tbb::blocked_range<std::size_t>& r) { fn(r.begin(), r.end(), true); });
+                      [&](const tbb::blocked_range<std::size_t>& r) { fn(r.begin(), r.end(), true); },
+                      tbb::static_partitioner());
   }
 }
 
@@ -181,17 +192,24 @@ struct Pos {
   double* y;
 };
 
+// Where a contact's two bodies' velocities are: in the body store, at their
+// storage indices; in the solver's copy, at their slots.
+inline Pair velocity_pair(Vel, Pair p, const Contact&) { return p; }
+inline Pair velocity_pair(VelPairs, Pair, const Contact& c) { return {c.va, c.vb}; }
+
 template <class V>
 inline double normal_velocity(V v, Pair p, const Contact& c) {
-  return (v.x(p.b) - v.x(p.a)) * c.nx + (v.y(p.b) - v.y(p.a)) * c.ny;
+  const Pair q = velocity_pair(v, p, c);
+  return (v.x(q.b) - v.x(q.a)) * c.nx + (v.y(q.b) - v.y(q.a)) * c.ny;
 }
 
 template <class V>
 inline void push_velocity(V v, Pair p, const Contact& c, double du) {
-  v.x(p.a) -= c.share_a * du * c.nx;
-  v.y(p.a) -= c.share_a * du * c.ny;
-  v.x(p.b) += c.share_b * du * c.nx;
-  v.y(p.b) += c.share_b * du * c.ny;
+  const Pair q = velocity_pair(v, p, c);
+  v.x(q.a) -= c.share_a * du * c.nx;
+  v.y(q.a) -= c.share_a * du * c.ny;
+  v.x(q.b) += c.share_b * du * c.nx;
+  v.y(q.b) += c.share_b * du * c.ny;
 }
 
 // An impact: u becomes -e u, the textbook 1D result (u_a' = u_a + (1 + e)
@@ -325,7 +343,8 @@ void run_scalar(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k
 // their cache lines, and their bodies' velocities, loaded lane by lane (AVX2
 // gathers were slower).
 struct Quad {
-  Pair p[4];
+  Pair p[4];   // the bodies' storage indices (positions)
+  Pair vp[4];  // where their velocities are (velocity_pair)
   __m256d nx, ny, sep, reach, share_a, share_b;
   __m256d vax, vay, vbx, vby;
 };
@@ -401,7 +420,11 @@ template <class V>
   q.p[1] = pairs[k1];
   q.p[2] = pairs[k2];
   q.p[3] = pairs[k3];
-  const Pair* p = q.p;
+  q.vp[0] = velocity_pair(v, q.p[0], geo[k0]);
+  q.vp[1] = velocity_pair(v, q.p[1], geo[k1]);
+  q.vp[2] = velocity_pair(v, q.p[2], geo[k2]);
+  q.vp[3] = velocity_pair(v, q.p[3], geo[k3]);
+  const Pair* p = q.vp;
   load_lanes(v, p[0].a, p[1].a, p[2].a, p[3].a, q.vax, q.vay);
   load_lanes(v, p[0].b, p[1].b, p[2].b, p[3].b, q.vbx, q.vby);
   return q;
@@ -506,10 +529,10 @@ template <Pass kPass, class V>
     if (_mm256_movemask_pd(moves) == 0) continue;
     const __m256d da = _mm256_mul_pd(share_a, change), db = _mm256_mul_pd(share_b, change);
     _mm256_storeu_pd(acc + k, _mm256_blendv_pd(accum, fresh, moves));
-    store_lanes(v, p[0].a, p[1].a, p[2].a, p[3].a,
+    store_lanes(v, q.vp[0].a, q.vp[1].a, q.vp[2].a, q.vp[3].a,
                 _mm256_blendv_pd(vax, _mm256_sub_pd(vax, _mm256_mul_pd(da, nx)), moves),
                 _mm256_blendv_pd(vay, _mm256_sub_pd(vay, _mm256_mul_pd(da, ny)), moves));
-    store_lanes(v, p[0].b, p[1].b, p[2].b, p[3].b,
+    store_lanes(v, q.vp[0].b, q.vp[1].b, q.vp[2].b, q.vp[3].b,
                 _mm256_blendv_pd(vbx, _mm256_add_pd(vbx, _mm256_mul_pd(db, nx)), moves),
                 _mm256_blendv_pd(vby, _mm256_add_pd(vby, _mm256_mul_pd(db, ny)), moves));
   }
@@ -574,20 +597,6 @@ const bool kHaveAvx2 = [] {
   return __builtin_cpu_supports("avx2") != 0;
 }();
 
-// One velocity pass over every contact, colour by colour (for_colours' order
-// and split), in AVX2 lanes where the processor has them.
-template <Pass kPass, class V>
-void velocity_pass(const BodyStore& b, V v, Contacts& cs, const SolveContext& ctx) {
-  Contact* const geo = cs.geometry.data();
-  double* const acc = cs.accum.data();
-  const Pair* const pairs = cs.pairs.data();
-  const bool lanes = simd_in_use();
-  for_colour_runs(cs, [&](std::size_t k0, std::size_t k1, bool independent) {
-    if (independent && lanes) return run_avx2<kPass>(v, pairs, geo, acc, k0, k1, b, ctx);
-    run_scalar<kPass>(v, pairs, geo, acc, k0, k1, b, ctx);
-  });
-}
-
 // --- walls ---------------------------------------------------------------
 
 // Inside the box exactly as the walls write it: min + r <= x <= max - r.
@@ -598,29 +607,34 @@ inline void clamp_into(double& x, double& y, double r, const Bounds& box) {
 
 // The inward normal of wall w (0 min x, 1 max x, 2 min y, 3 max y) is +1 or -1
 // along x (w < 2) or y.
-template <class V>
-inline double& wall_velocity(V v, std::uint32_t entry) {
-  const std::uint32_t i = entry >> 2;
-  return (entry & 2u) ? v.y(i) : v.x(i);
+// The body's velocity component along wall w's normal: in the body store
+// (or its positions, as a Vel) at its storage index, in the solver's copy at
+// its slot.
+inline double& wall_velocity(Vel v, const WallContact& w) {
+  const std::uint32_t i = w.entry >> 2;
+  return (w.entry & 2u) ? v.y(i) : v.x(i);
+}
+inline double& wall_velocity(VelPairs v, const WallContact& w) {
+  return (w.entry & 2u) ? v.y(w.slot) : v.x(w.slot);
 }
 inline double wall_sign(std::uint32_t entry) { return (entry & 1u) ? -1.0 : 1.0; }
 
 template <class V>
 inline bool wall_impact(V v, Pos x, WallContact& w, const SolveContext& ctx) {
-  double& vel = wall_velocity(v, w.entry);
+  double& vel = wall_velocity(v, w);
   const double s = wall_sign(w.entry);
   const double un = s * vel;
   if (!(un < -ctx.resting) || !(w.sep + un * ctx.h <= 0.0)) return false;
   const double du = -(1.0 + ctx.restitution) * un;
   vel += s * du;
-  if (w.sep > 0.0 && w.bounce == 0.0) wall_velocity(Vel{x.x, x.y}, w.entry) -= s * du * (w.sep / -un);  // as impact()
+  if (w.sep > 0.0 && w.bounce == 0.0) wall_velocity(Vel{x.x, x.y}, w) -= s * du * (w.sep / -un);  // as impact()
   w.bounce += du;
   return true;
 }
 
 template <class V>
 inline void wall_soft(V v, WallContact& w, double gap, bool use_bias, const SolveContext& ctx) {
-  double& vel = wall_velocity(v, w.entry);
+  double& vel = wall_velocity(v, w);
   const double s = wall_sign(w.entry);
   const double accum = soft_accum(s * vel, gap, w.accum, ctx.wall_soft, use_bias, ctx);
   const double change = accum - w.accum;
@@ -921,21 +935,108 @@ void with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
   copies.fetch_add(1, std::memory_order_relaxed);
   cs.velocity.resize(2 * n);
   double* const w = cs.velocity.data();
-  const double* const vx = b.vx.data();
-  const double* const vy = b.vy.data();
+  double* const vx = b.vx.data();
+  double* const vy = b.vy.data();
+  const std::uint32_t* const slot = cs.slotted ? cs.slot_of.data() : nullptr;
   for_blocks(n, kCopyBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
     for (std::size_t i = i0; i < i1; ++i) {
-      w[2 * i] = vx[i];
-      w[2 * i + 1] = vy[i];
+      const std::size_t at = slot ? slot[i] : i;
+      w[2 * at] = vx[i];
+      w[2 * at + 1] = vy[i];
     }
   });
   body(VelPairs{w});
   for_blocks(n, kCopyBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
     for (std::size_t i = i0; i < i1; ++i) {
-      b.vx[i] = w[2 * i];
-      b.vy[i] = w[2 * i + 1];
+      const std::size_t at = slot ? slot[i] : i;
+      vx[i] = w[2 * at];
+      vy[i] = w[2 * at + 1];
     }
   });
+}
+
+// One pass over the wall contacts of `block`.
+template <Pass kPass, class V>
+void wall_pass(V v, const BodyStore& b, std::vector<WallContact>& block, const SolveContext& ctx) {
+  for (WallContact& w : block) {
+    if constexpr (kPass == Pass::kWarm) {
+      if (w.accum > 0.0) wall_velocity(v, w) += wall_sign(w.entry) * w.accum;
+    } else {
+      if constexpr (kPass == Pass::kRelaxMeasure) w.sep = wall_gap(b, w.entry, ctx.bounds);
+      // The soft passes read the gap at detection, the relax passes the gap now.
+      wall_soft(v, w, w.sep, kPass == Pass::kSoft, ctx);
+    }
+  }
+}
+
+// One pass over contacts k0..k1 of one colour (`independent`: they share no
+// body), four at a time in AVX2 lanes where the processor has them.
+template <Pass kPass, class V>
+void contact_run(V v, const BodyStore& b, Contacts& cs, std::size_t k0, std::size_t k1, bool independent,
+                 const SolveContext& ctx) {
+  if (independent && simd_in_use())
+    return run_avx2<kPass>(v, cs.pairs.data(), cs.geometry.data(), cs.accum.data(), k0, k1, b, ctx);
+  run_scalar<kPass>(v, cs.pairs.data(), cs.geometry.data(), cs.accum.data(), k0, k1, b, ctx);
+}
+
+// The velocity passes of `plan`, in order, each over the wall contacts and
+// then the contacts colour by colour (for_walls' and for_colour_runs' order),
+// as one run of stages (run_stages): one fork for all of them, where a fork
+// per colour cost 1.5-4 us, as much as half a colour's work. A colour of
+// fewer than 2 kLaneGrain contacts, the last colour and few walls are one
+// chunk, on this thread; the others are cut into runs of about kLaneGrain,
+// and each thread takes the same share of every colour first: contacts come
+// in the broad phase's order within a colour, and the velocities in the
+// same order (Contacts::slot_of), so a thread keeps its own stretch of them
+// (shared lines cost a pass of the 10k pile a third of its time). Contacts of
+// a colour share no body and a body's wall contacts are in one block, so any
+// split gives the same bits.
+template <class V>
+void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
+                std::span<const Pass> plan) {
+  const std::uint32_t colours = cs.colours();
+  std::size_t wall_total = 0;
+  for (const auto& block : walls.blocks) wall_total += block.size();
+  const bool wall_blocks = wall_total >= 2 * kGrain;
+  const std::size_t per_pass = 1 + colours;
+  const auto threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+  const auto colour_chunks = [&](std::uint32_t c) -> std::size_t {
+    const std::size_t size = cs.colour_begin[c + 1] - cs.colour_begin[c];
+    if (c == kOverflow || size < kSplitFrom || cs.size() < kSharedPassesFrom) return 1;
+    return std::max(size / kLaneGrain, std::min(threads, size / (kSplitFrom / 2)));
+  };
+  run_stages(
+      plan.size() * per_pass,
+      [&](std::size_t s) -> std::size_t {
+        const std::size_t at = s % per_pass;
+        if (at == 0) return wall_blocks ? walls.blocks.size() : 1;
+        return colour_chunks(static_cast<std::uint32_t>(at - 1));
+      },
+      [&](std::size_t s, std::size_t j) {
+        const std::size_t at = s % per_pass;
+        const auto dispatch = [&](auto&& body) {
+          switch (plan[s / per_pass]) {
+            case Pass::kWarm: return body(std::integral_constant<Pass, Pass::kWarm>{});
+            case Pass::kSoft: return body(std::integral_constant<Pass, Pass::kSoft>{});
+            case Pass::kRelaxMeasure: return body(std::integral_constant<Pass, Pass::kRelaxMeasure>{});
+            case Pass::kRelax: return body(std::integral_constant<Pass, Pass::kRelax>{});
+          }
+        };
+        if (at == 0) {
+          dispatch([&](auto kind) {
+            if (wall_blocks) return wall_pass<decltype(kind)::value>(v, b, walls.blocks[j], ctx);
+            for (auto& block : walls.blocks) wall_pass<decltype(kind)::value>(v, b, block, ctx);
+          });
+          return;
+        }
+        const auto c = static_cast<std::uint32_t>(at - 1);
+        const std::size_t k0 = cs.colour_begin[c], size = cs.colour_begin[c + 1] - k0;
+        const std::size_t n = colour_chunks(c);
+        dispatch([&](auto kind) {
+          contact_run<decltype(kind)::value>(v, b, cs, k0 + size * j / n, k0 + size * (j + 1) / n, c != kOverflow,
+                                             ctx);
+        });
+      });
 }
 
 template <class V>
@@ -994,19 +1095,12 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
                                          : ImpactPass<V>(v, b, cs).sweeps(cs, walls, ctx, kImpactPasses);
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).
-  for_walls(walls, [&](WallContact& w) {
-    if (w.accum > 0.0) wall_velocity(v, w.entry) += wall_sign(w.entry) * w.accum;
-    return 0u;
-  });
-  velocity_pass<Pass::kWarm>(b, v, cs, ctx);
   // 3. Soft passes with bias, at the gaps of detection (positions have not moved).
-  for (int it = 0; it < ctx.iterations; ++it) {
-    for_walls(walls, [&](WallContact& w) {
-      wall_soft(v, w, w.sep, true, ctx);
-      return 0u;
-    });
-    velocity_pass<Pass::kSoft>(b, v, cs, ctx);
-  }
+  Pass plan[1 + kMaxSoftPasses];
+  const std::size_t passes = 1 + static_cast<std::size_t>(std::clamp(ctx.iterations, 0, kMaxSoftPasses));
+  plan[0] = Pass::kWarm;
+  std::fill(plan + 1, plan + passes, Pass::kSoft);
+  run_passes(v, b, cs, walls, ctx, std::span<const Pass>(plan, passes));
   return count;
 }
 
@@ -1015,19 +1109,12 @@ void relax_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, const Solv
   // The passes change velocities only, so each sees the same gaps: the first
   // measures them into `sep` (the gap at detection is not needed again this
   // substep), the later ones read them there.
-  for (int it = 0; it < ctx.relax_passes; ++it) {
-    const bool measure = it == 0;
-    for_walls(walls, [&](WallContact& w) {
-      if (measure) w.sep = wall_gap(b, w.entry, ctx.bounds);
-      wall_soft(v, w, w.sep, false, ctx);
-      return 0u;
-    });
-    if (measure) {
-      velocity_pass<Pass::kRelaxMeasure>(b, v, cs, ctx);
-    } else {
-      velocity_pass<Pass::kRelax>(b, v, cs, ctx);
-    }
-  }
+  if (ctx.relax_passes < 1) return;
+  Pass plan[kMaxSoftPasses + 8];
+  const std::size_t passes = static_cast<std::size_t>(std::min(ctx.relax_passes, kMaxSoftPasses + 8));
+  plan[0] = Pass::kRelaxMeasure;
+  std::fill(plan + 1, plan + passes, Pass::kRelax);
+  run_passes(v, b, cs, walls, ctx, std::span<const Pass>(plan, passes));
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ struct alignas(64) Contact {
   double share_a = 0;           // m_b / (m_a + m_b): a's share of a relative velocity change
   double share_b = 0;           // m_a / (m_a + m_b)
   double bounce = 0;            // normal velocity change of the impacts this substep (m/s); Verlet: approach before the push
+  std::uint32_t va = 0, vb = 0;  // a's and b's slots in the solver's copy of the velocities (Contacts::slot_of)
 };
 static_assert(sizeof(Contact) == 64, "a contact is one cache line");
 
@@ -43,6 +44,12 @@ inline constexpr double kStiffFrom = 0.025;
 /// positions only; a pair that finds all kColours - 1 colours taken goes to the
 /// last colour, which is solved sequentially in candidate order.
 inline constexpr std::uint32_t kColours = 64;
+/// From this many contacts in a substep, the threads share the colours of the
+/// velocity passes among them (run_passes in resolve.cpp); below, the colours
+/// are small and many (the default world: 60 of about 70 contacts each), and
+/// threads waiting for each other between them cost more than one thread
+/// doing all (its resolve 0.53 -> 0.63 s on 2 threads).
+inline constexpr std::size_t kSharedPassesFrom = 8192;
 struct Colouring {
   std::vector<std::uint32_t> begin;   // candidate index where colour k starts; size colours + 1
   std::vector<std::uint32_t> block_begin;  // first candidate block of colour k; size colours + 1
@@ -60,6 +67,7 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
 /// 2 | wall (0 min x, 1 max x, 2 min y, 3 max y).
 struct WallContact {
   std::uint32_t entry = 0;
+  std::uint32_t slot = 0;      // the body's slot in the solver's copy of the velocities (Contacts::slot_of)
   double sep = 0;              // gap to the wall at detection, m; in relax: after the move
   double accum = 0;            // as Contacts::accum
   double bounce = 0;           // as Contact::bounce
@@ -82,6 +90,15 @@ struct Contacts {
   std::vector<double> accum;             // accumulated relative normal velocity change of the velocity passes, >= 0 (m/s)
   std::vector<std::uint32_t> candidate;  // index in the candidate pair list (warm starting)
   std::vector<std::uint8_t> collided;    // an impact this substep (discrete) / pushed apart (Verlet)
+  // Per body: its slot in the solver's copy of the velocities, the broad
+  // phase's order at the last rebuild (near bodies in near slots, in the order
+  // the contacts of each colour come in: a thread's share of every colour
+  // touches its own stretch of the copy). Empty: slot = storage index.
+  std::vector<std::uint32_t> slot_of;
+  // This substep's contacts (Contact::va, vb) and wall contacts use slot_of:
+  // where the velocity passes are shared among threads (kSharedPassesFrom);
+  // else the slots are the storage indices.
+  bool slotted = false;
   std::vector<Vec2> point;               // radius-weighted contact point at detection (events)
   std::vector<std::uint32_t> colour_begin;  // contact index where colour k starts; size colours + 1
   std::vector<std::uint32_t> block_count;   // scratch: first contact of each candidate block
@@ -237,7 +254,8 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
 
 /// Narrow phase, walls: every body within `speculative` of a wall of `box`
 /// (nothing when the box is unbounded). Last substep's list becomes `last`.
-void collide_walls(const BodyStore& b, const Bounds& box, double speculative, WallContacts& walls);
+void collide_walls(const BodyStore& b, const Bounds& box, double speculative, WallContacts& walls,
+                   std::span<const std::uint32_t> slot_of = {});
 
 /// Discrete, before integrate_positions: impacts (each pair or wall contact
 /// approaching faster than the resting speed and meeting within the substep
