@@ -955,18 +955,22 @@ void with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
   });
 }
 
+// One pass's work on wall contact w.
+template <Pass kPass, class V>
+inline void wall_one(V v, const BodyStore& b, WallContact& w, const SolveContext& ctx) {
+  if constexpr (kPass == Pass::kWarm) {
+    if (w.accum > 0.0) wall_velocity(v, w) += wall_sign(w.entry) * w.accum;
+  } else {
+    if constexpr (kPass == Pass::kRelaxMeasure) w.sep = wall_gap(b, w.entry, ctx.bounds);
+    // The soft passes read the gap at detection, the relax passes the gap now.
+    wall_soft(v, w, w.sep, kPass == Pass::kSoft, ctx);
+  }
+}
+
 // One pass over the wall contacts of `block`.
 template <Pass kPass, class V>
 void wall_pass(V v, const BodyStore& b, std::vector<WallContact>& block, const SolveContext& ctx) {
-  for (WallContact& w : block) {
-    if constexpr (kPass == Pass::kWarm) {
-      if (w.accum > 0.0) wall_velocity(v, w) += wall_sign(w.entry) * w.accum;
-    } else {
-      if constexpr (kPass == Pass::kRelaxMeasure) w.sep = wall_gap(b, w.entry, ctx.bounds);
-      // The soft passes read the gap at detection, the relax passes the gap now.
-      wall_soft(v, w, w.sep, kPass == Pass::kSoft, ctx);
-    }
-  }
+  for (WallContact& w : block) wall_one<kPass>(v, b, w, ctx);
 }
 
 // One pass over contacts k0..k1 of one colour (`independent`: they share no
@@ -980,20 +984,46 @@ void contact_run(V v, const BodyStore& b, Contacts& cs, std::size_t k0, std::siz
 }
 
 // The velocity passes of `plan`, in order, each over the wall contacts and
-// then the contacts colour by colour (for_walls' and for_colour_runs' order),
-// as one run of stages (run_stages): one fork for all of them, where a fork
-// per colour cost 1.5-4 us, as much as half a colour's work. A colour of
-// fewer than 2 kLaneGrain contacts, the last colour and few walls are one
-// chunk, on this thread; the others are cut into runs of about kLaneGrain,
-// and each thread takes the same share of every colour first: contacts come
-// in the broad phase's order within a colour, and the velocities in the
-// same order (Contacts::slot_of), so a thread keeps its own stretch of them
-// (shared lines cost a pass of the 10k pile a third of its time). Contacts of
-// a colour share no body and a body's wall contacts are in one block, so any
-// split gives the same bits.
+// then the contacts colour by colour. Where the passes are shared among the
+// threads (Contacts::slotted: many contacts, more than one thread), as one
+// run of stages (run_stages): one fork for all of them, where a fork per
+// colour cost 1.5-4 us, as much as half a colour's work. A colour of fewer
+// than kSplitFrom contacts, the last colour and few walls are one chunk, on
+// this thread; the others are cut into at least as many runs as threads, of
+// about kLaneGrain, and each thread takes the same share of every colour
+// first: contacts come in the broad phase's order within a colour, and the
+// velocities in the same order (Contacts::slot_of), so a thread keeps its
+// own stretch of them (lines written by both threads cost a relax pass of the
+// 10k pile a third of its time). Contacts of a colour share no body and a
+// body's wall contacts are in one block, so any split gives the same bits.
 template <class V>
 void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
                 std::span<const Pass> plan) {
+  const auto dispatch = [](Pass pass, auto&& body) {
+    switch (pass) {
+      case Pass::kWarm: return body(std::integral_constant<Pass, Pass::kWarm>{});
+      case Pass::kSoft: return body(std::integral_constant<Pass, Pass::kSoft>{});
+      case Pass::kRelaxMeasure: return body(std::integral_constant<Pass, Pass::kRelaxMeasure>{});
+      case Pass::kRelax: return body(std::integral_constant<Pass, Pass::kRelax>{});
+    }
+  };
+  if (!cs.slotted) {
+    // Not shared (few contacts, or one thread): pass after pass, the walls
+    // (in parallel blocks where many), then colour by colour (a large
+    // colour's runs in parallel).
+    for (const Pass pass : plan)
+      dispatch(pass, [&](auto kind) {
+        constexpr Pass kPass = decltype(kind)::value;
+        for_walls(walls, [&](WallContact& w) {
+          wall_one<kPass>(v, b, w, ctx);
+          return 0u;
+        });
+        for_colour_runs(cs, [&](std::size_t k0, std::size_t k1, bool independent) {
+          contact_run<kPass>(v, b, cs, k0, k1, independent, ctx);
+        });
+      });
+    return;
+  }
   const std::uint32_t colours = cs.colours();
   std::size_t wall_total = 0;
   for (const auto& block : walls.blocks) wall_total += block.size();
@@ -1002,7 +1032,7 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
   const auto threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
   const auto colour_chunks = [&](std::uint32_t c) -> std::size_t {
     const std::size_t size = cs.colour_begin[c + 1] - cs.colour_begin[c];
-    if (c == kOverflow || size < kSplitFrom || cs.size() < kSharedPassesFrom) return 1;
+    if (c == kOverflow || size < kSplitFrom) return 1;
     return std::max(size / kLaneGrain, std::min(threads, size / (kSplitFrom / 2)));
   };
   run_stages(
@@ -1014,16 +1044,9 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
       },
       [&](std::size_t s, std::size_t j) {
         const std::size_t at = s % per_pass;
-        const auto dispatch = [&](auto&& body) {
-          switch (plan[s / per_pass]) {
-            case Pass::kWarm: return body(std::integral_constant<Pass, Pass::kWarm>{});
-            case Pass::kSoft: return body(std::integral_constant<Pass, Pass::kSoft>{});
-            case Pass::kRelaxMeasure: return body(std::integral_constant<Pass, Pass::kRelaxMeasure>{});
-            case Pass::kRelax: return body(std::integral_constant<Pass, Pass::kRelax>{});
-          }
-        };
+        const Pass pass = plan[s / per_pass];
         if (at == 0) {
-          dispatch([&](auto kind) {
+          dispatch(pass, [&](auto kind) {
             if (wall_blocks) return wall_pass<decltype(kind)::value>(v, b, walls.blocks[j], ctx);
             for (auto& block : walls.blocks) wall_pass<decltype(kind)::value>(v, b, block, ctx);
           });
@@ -1032,7 +1055,7 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
         const auto c = static_cast<std::uint32_t>(at - 1);
         const std::size_t k0 = cs.colour_begin[c], size = cs.colour_begin[c + 1] - k0;
         const std::size_t n = colour_chunks(c);
-        dispatch([&](auto kind) {
+        dispatch(pass, [&](auto kind) {
           contact_run<decltype(kind)::value>(v, b, cs, k0 + size * j / n, k0 + size * (j + 1) / n, c != kOverflow,
                                              ctx);
         });
