@@ -52,7 +52,9 @@
 // order as one contact at a time, so the same bits (a test compares the two
 // after every step). Where contacts are many, the passes work on a copy of
 // the velocities with a body's two components side by side
-// (with_velocities).
+// (with_velocities); where they are shared among threads, the copy is in the
+// broad phase's order and each thread takes the same share of every colour
+// (run_passes), so the threads do not write each other's cache lines.
 // Verlet: position passes push overlapping pairs fully apart along their
 // normal at the start of the substep (never through each other), a wall
 // holding what it clamps; velocities follow from the motion, and then
@@ -923,7 +925,9 @@ std::uint64_t ImpactPass<V>::sweeps(Contacts& cs, WallContacts& walls, const Sol
 // contacts are as many as the bodies or more (a pile), on the solver's copy
 // with a body's two components side by side (the lanes load and store a
 // body at once, and a body is one cache line instead of two), copied in
-// before and back after; else (a gas) on the body store's own arrays. The
+// before and back after; else (a gas) on the body store's own arrays. In
+// the copy a body sits at its slot (Contacts::slot_of) where the passes are
+// shared among threads (Contacts::slotted), else at its storage index. The
 // same operations on the same values either way: the same bits.
 template <class Body>
 void with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
