@@ -12,6 +12,8 @@
 
 #include "discrete.hpp"
 
+#include <oneapi/tbb/task_arena.h>
+
 #include "parallel.hpp"
 
 namespace carom::detail {
@@ -47,8 +49,11 @@ void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt) {
   speculative = kSpeculative * rmin;
   const std::span<const double> extents = anchors.extents(b.r, extent_scratch, range);
   find_pairs(anchors.x(), anchors.y(), extents, anchors.margin(speculative), range, broad, pairs);
-  // The solver's slots: the search's order (see Contacts::slot_of).
-  contacts.slot_of.resize(broad.sorted.size() == n ? n : 0);
+  // The solver's slots: the search's order (see Contacts::slot_of). Only
+  // where the passes may be shared: more than one thread, and candidates
+  // enough for the contacts to reach kSharedPassesFrom (they are a subset).
+  const bool may_share = tbb::this_task_arena::max_concurrency() > 1 && pairs.count >= kSharedPassesFrom;
+  contacts.slot_of.resize(may_share && broad.sorted.size() == n ? n : 0);
   for (std::size_t s = 0; s < contacts.slot_of.size(); ++s) contacts.slot_of[broad.sorted[s]] = static_cast<std::uint32_t>(s);
   // Large worlds give the search's arrays back before colouring (memory per
   // body at a million bodies, with the contacts' release above: 142 -> 122

@@ -24,7 +24,6 @@
 // fixed choice.
 
 #include <immintrin.h>
-#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <bit>
@@ -111,9 +110,9 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   for (std::size_t blk = 0; blk < nb; ++blk)
     out.block_count[blk + 1] = out.block_count[blk] + static_cast<std::uint32_t>(out.block_contacts[blk].hits.size());
   const std::size_t total = out.block_count[nb];
-  // The solver's slots where its passes are shared (Contacts::slotted).
-  out.slotted = out.slot_of.size() == b.size() && total >= kSharedPassesFrom &&
-                tbb::this_task_arena::max_concurrency() > 1;
+  // The solver's slots where its passes are shared (Contacts::slotted; the
+  // rebuild made slots only where there is more than one thread).
+  out.slotted = out.slot_of.size() == b.size() && total >= kSharedPassesFrom;
   const std::uint32_t* const slot = out.slotted ? out.slot_of.data() : nullptr;
   out.pairs.resize(total);
   out.geometry.resize(total);

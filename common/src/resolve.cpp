@@ -95,8 +95,6 @@ constexpr std::size_t kLaneGrain = 1024;
 // the velocity passes (run_passes; where contacts are kSharedPassesFrom or
 // more), even below kLaneGrain a thread.
 constexpr std::size_t kSplitFrom = 256;
-// Soft passes a substep runs at most (Params::iterations' bound).
-constexpr int kMaxSoftPasses = 64;
 // Verlet: more passes than asked for while a pair overlaps by more than this
 // share of its smaller radius, up to this many passes in all.
 constexpr double kDeepOverlap = 0.5;
@@ -941,7 +939,7 @@ void with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
   double* const w = cs.velocity.data();
   double* const vx = b.vx.data();
   double* const vy = b.vy.data();
-  const std::uint32_t* const slot = cs.slotted ? cs.slot_of.data() : nullptr;
+  const std::uint32_t* const slot = cs.slots().empty() ? nullptr : cs.slots().data();
   for_blocks(n, kCopyBlock, [&](std::size_t i0, std::size_t i1, std::size_t) {
     for (std::size_t i = i0; i < i1; ++i) {
       const std::size_t at = slot ? slot[i] : i;
@@ -987,8 +985,8 @@ void contact_run(V v, const BodyStore& b, Contacts& cs, std::size_t k0, std::siz
   run_scalar<kPass>(v, cs.pairs.data(), cs.geometry.data(), cs.accum.data(), k0, k1, b, ctx);
 }
 
-// The velocity passes of `plan`, in order, each over the wall contacts and
-// then the contacts colour by colour. Where the passes are shared among the
+// `passes` velocity passes, the first of kind `first` and the others of kind
+// `rest`, each over the wall contacts and then the contacts colour by colour. Where the passes are shared among the
 // threads (Contacts::slotted: many contacts, more than one thread), as one
 // run of stages (run_stages): one fork for all of them, where a fork per
 // colour cost 1.5-4 us, as much as half a colour's work. A colour of fewer
@@ -1001,8 +999,8 @@ void contact_run(V v, const BodyStore& b, Contacts& cs, std::size_t k0, std::siz
 // 10k pile a third of its time). Contacts of a colour share no body and a
 // body's wall contacts are in one block, so any split gives the same bits.
 template <class V>
-void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
-                std::span<const Pass> plan) {
+void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, Pass first,
+                Pass rest, std::size_t passes) {
   const auto dispatch = [](Pass pass, auto&& body) {
     switch (pass) {
       case Pass::kWarm: return body(std::integral_constant<Pass, Pass::kWarm>{});
@@ -1015,8 +1013,8 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
     // Not shared (few contacts, or one thread): pass after pass, the walls
     // (in parallel blocks where many), then colour by colour (a large
     // colour's runs in parallel).
-    for (const Pass pass : plan)
-      dispatch(pass, [&](auto kind) {
+    for (std::size_t at = 0; at < passes; ++at)
+      dispatch(at == 0 ? first : rest, [&](auto kind) {
         constexpr Pass kPass = decltype(kind)::value;
         for_walls(walls, [&](WallContact& w) {
           wall_one<kPass>(v, b, w, ctx);
@@ -1040,7 +1038,7 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
     return std::max(size / kLaneGrain, std::min(threads, size / (kSplitFrom / 2)));
   };
   run_stages(
-      plan.size() * per_pass,
+      passes * per_pass,
       [&](std::size_t s) -> std::size_t {
         const std::size_t at = s % per_pass;
         if (at == 0) return wall_blocks ? walls.blocks.size() : 1;
@@ -1048,7 +1046,7 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
       },
       [&](std::size_t s, std::size_t j) {
         const std::size_t at = s % per_pass;
-        const Pass pass = plan[s / per_pass];
+        const Pass pass = s < per_pass ? first : rest;
         if (at == 0) {
           dispatch(pass, [&](auto kind) {
             if (wall_blocks) return wall_pass<decltype(kind)::value>(v, b, walls.blocks[j], ctx);
@@ -1123,11 +1121,7 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).
   // 3. Soft passes with bias, at the gaps of detection (positions have not moved).
-  Pass plan[1 + kMaxSoftPasses];
-  const std::size_t passes = 1 + static_cast<std::size_t>(std::clamp(ctx.iterations, 0, kMaxSoftPasses));
-  plan[0] = Pass::kWarm;
-  std::fill(plan + 1, plan + passes, Pass::kSoft);
-  run_passes(v, b, cs, walls, ctx, std::span<const Pass>(plan, passes));
+  run_passes(v, b, cs, walls, ctx, Pass::kWarm, Pass::kSoft, 1 + static_cast<std::size_t>(std::max(ctx.iterations, 0)));
   return count;
 }
 
@@ -1136,12 +1130,8 @@ void relax_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, const Solv
   // The passes change velocities only, so each sees the same gaps: the first
   // measures them into `sep` (the gap at detection is not needed again this
   // substep), the later ones read them there.
-  if (ctx.relax_passes < 1) return;
-  Pass plan[kMaxSoftPasses + 8];
-  const std::size_t passes = static_cast<std::size_t>(std::min(ctx.relax_passes, kMaxSoftPasses + 8));
-  plan[0] = Pass::kRelaxMeasure;
-  std::fill(plan + 1, plan + passes, Pass::kRelax);
-  run_passes(v, b, cs, walls, ctx, std::span<const Pass>(plan, passes));
+  run_passes(v, b, cs, walls, ctx, Pass::kRelaxMeasure, Pass::kRelax,
+             static_cast<std::size_t>(std::max(ctx.relax_passes, 0)));
 }
 
 }  // namespace

@@ -93,7 +93,9 @@ struct Contacts {
   // Per body: its slot in the solver's copy of the velocities, the broad
   // phase's order at the last rebuild (near bodies in near slots, in the order
   // the contacts of each colour come in: a thread's share of every colour
-  // touches its own stretch of the copy). Empty: slot = storage index.
+  // touches its own stretch of the copy). Made at a rebuild only where the
+  // passes may be shared (more than one thread, enough candidates); empty:
+  // slot = storage index.
   std::vector<std::uint32_t> slot_of;
   // This substep's contacts (Contact::va, vb) and wall contacts use slot_of:
   // where the velocity passes are shared among threads (kSharedPassesFrom);
@@ -117,7 +119,8 @@ struct Contacts {
   std::vector<std::uint32_t> marked;  // scratch: a colour's contacts to look at in an impact pass
   std::vector<std::uint64_t> todo;
   // Scratch: the velocities the solver works on where contacts are many,
-  // (vx, vy) of body i at [2i, 2i + 1] (resolve.cpp, with_velocities).
+  // (vx, vy) of the body at slot s at [2s, 2s + 1] (slots(); storage indices
+  // when it is empty; resolve.cpp, with_velocities).
   std::vector<double> velocity;
   std::vector<std::vector<std::pair<std::uint32_t, double>>> block_warm;  // scratch: restore_warm's per candidate block
   // Warm starting: what last substep's contacts carried, by candidate index,
@@ -147,6 +150,11 @@ struct Contacts {
     warm_value.clear();
   }
   std::size_t size() const { return pairs.size(); }
+  /// Each body's slot in the solver's velocity copy this substep, or empty
+  /// where the slots are the storage indices (not slotted).
+  std::span<const std::uint32_t> slots() const {
+    return slotted ? std::span<const std::uint32_t>(slot_of) : std::span<const std::uint32_t>{};
+  }
   /// Gives back the per-contact arrays and the warm values: a large world
   /// calls this before rebuilding its pair list (after warm_table has read the
   /// warm values, before restore_warm), the moment memory peaks.

@@ -427,9 +427,7 @@ void WorldState::step_substeps(StepStats& st) {
     // 3. Narrow phase: which candidate pairs (and walls) are contacts now.
     t = Clock::now();
     st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts);
-    if (!verlet)
-      collide_walls(bodies, p.bounds, d.speculative, d.walls,
-                    d.contacts.slotted ? std::span<const std::uint32_t>(d.contacts.slot_of) : std::span<const std::uint32_t>{});
+    if (!verlet) collide_walls(bodies, p.bounds, d.speculative, d.walls, d.contacts.slots());
     st.seconds.collide += seconds_since(t);
     st.rounds = std::max(st.rounds, d.contacts.colours());
 
