@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "parallel.hpp"
@@ -71,6 +72,172 @@ inline bool is_contact(const double* x, const double* y, const double* r, Pair p
     if (is_contact(x, y, r, block[k], speculative)) hits.push_back(static_cast<std::uint32_t>(k));
 }
 
+
+// What collide's second pass reads of the bodies.
+struct ContactInput {
+  const double* x;
+  const double* y;
+  const double* r;
+  const double* m;
+  const std::uint32_t* slot;  // the solver's slots (Contacts::slotted), or null: storage indices
+  double speculative;
+};
+
+// Where a block's next contact goes, its place in the warm list, and its deep
+// contacts so far.
+struct WriteCursor {
+  std::size_t at;
+  std::size_t w;
+  std::size_t deep;
+};
+
+// The warm value of candidate `cand` (the warm list is in candidate order and
+// so are a block's contacts: the cursor only moves forward).
+inline double warm_of(std::uint32_t cand, const std::uint32_t* warm_cand, const double* warm_value,
+                      std::size_t warm_size, std::size_t& w) {
+  while (w < warm_size && warm_cand[w] < cand) ++w;
+  return w < warm_size && warm_cand[w] == cand ? warm_value[w] : 0.0;
+}
+
+// write_contacts_avx2 stores a contact as two halves of four doubles.
+static_assert(offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 && offsetof(Contact, sep) == 16 &&
+              offsetof(Contact, reach) == 24 && offsetof(Contact, share_a) == 32 && offsetof(Contact, share_b) == 40 &&
+              offsetof(Contact, bounce) == 48 && offsetof(Contact, va) == 56 && offsetof(Contact, vb) == 60);
+
+// Writes the contact of candidate k of the block at the cursor: the normal,
+// gap, reach, mass shares, slots, warm value (and contact point).
+inline void write_contact(const ContactInput& in, const Pair* block, std::uint32_t first_k, std::uint32_t k,
+                          bool points, const std::uint32_t* warm_cand, const double* warm_value,
+                          std::size_t warm_size, Contacts& out, WriteCursor& cur) {
+  const double* const x = in.x;
+  const double* const y = in.y;
+  const double* const r = in.r;
+  const double* const m = in.m;
+  const Pair p = block[k];
+  const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
+  const double reach = r[p.a] + r[p.b];
+  const double d2 = dx * dx + dy * dy;
+  const std::uint32_t cand = first_k + k;
+  const std::size_t at = cur.at++;
+  Contact& c = out.geometry[at];
+  double d = 0.0;
+  if (d2 > 0.0) {
+    d = std::sqrt(d2);
+    c.nx = dx / d;
+    c.ny = dy / d;
+  } else {
+    c.nx = 1.0;
+    c.ny = 0.0;
+  }
+  c.sep = d - reach;
+  c.reach = reach;
+  c.bounce = 0.0;
+  c.va = in.slot ? in.slot[p.a] : p.a;
+  c.vb = in.slot ? in.slot[p.b] : p.b;
+  cur.deep += c.sep < -kStiffFrom * reach ? 1 : 0;
+  // Equal masses share by exactly 1/2 (m / 2m may not round to it).
+  const double ma = m[p.a], mb = m[p.b];
+  if (ma == mb) {
+    c.share_a = c.share_b = 0.5;
+  } else {
+    const double inv = 1.0 / (ma + mb);
+    c.share_a = mb * inv;
+    c.share_b = ma * inv;
+  }
+  out.accum[at] = warm_of(cand, warm_cand, warm_value, warm_size, cur.w);
+  if (points) out.point[at] = {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach};
+  out.pairs[at] = p;
+  out.candidate[at] = cand;
+}
+
+// Lanes of v at the first (second) bodies of four pairs.
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d lanes_a(const double* v, const Pair* p) {
+  return _mm256_setr_pd(v[p[0].a], v[p[1].a], v[p[2].a], v[p[3].a]);
+}
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d lanes_b(const double* v, const Pair* p) {
+  return _mm256_setr_pd(v[p[0].b], v[p[1].b], v[p[2].b], v[p[3].b]);
+}
+
+// Stores lane j of a, b, c, e as the four doubles at base + 8 j (a 4 x 4
+// transpose; base 32-byte aligned).
+[[gnu::target("avx2"), gnu::always_inline]] inline void store_transposed(__m256d a, __m256d b, __m256d c, __m256d e,
+                                                                       double* base) {
+  const __m256d t0 = _mm256_unpacklo_pd(a, b), t1 = _mm256_unpackhi_pd(a, b);
+  const __m256d t2 = _mm256_unpacklo_pd(c, e), t3 = _mm256_unpackhi_pd(c, e);
+  _mm256_store_pd(base, _mm256_permute2f128_pd(t0, t2, 0x20));
+  _mm256_store_pd(base + 8, _mm256_permute2f128_pd(t1, t3, 0x20));
+  _mm256_store_pd(base + 16, _mm256_permute2f128_pd(t0, t2, 0x31));
+  _mm256_store_pd(base + 24, _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+
+// write_contact for hits [0, 4 floor(n / 4)) of the block, four at a time in
+// AVX2 lanes: the same operations (IEEE square root and division are
+// correctly rounded in lanes as one at a time), so the same bits; a contact is
+// one aligned cache line, stored as two 32-byte halves. Returns the hits
+// written. (The square root and three or five divisions a contact were a
+// sixth of a pile's step on one thread.)
+[[gnu::target("avx2")]] std::size_t write_contacts_avx2(const ContactInput& in, const Pair* block,
+                                                        std::uint32_t first_k, const std::uint32_t* hits,
+                                                        std::size_t n, bool points, const std::uint32_t* warm_cand,
+                                                        const double* warm_value, std::size_t warm_size,
+                                                        Contacts& out, WriteCursor& cur) {
+  const double* const x = in.x;
+  const double* const y = in.y;
+  const double* const r = in.r;
+  const double* const m = in.m;
+  const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0), half = _mm256_set1_pd(0.5);
+  const __m256d stiff = _mm256_set1_pd(-kStiffFrom);
+  Contact* const geo = out.geometry.data();
+  std::size_t h = 0;
+  for (; h + 4 <= n; h += 4) {
+    const Pair p[4] = {block[hits[h]], block[hits[h + 1]], block[hits[h + 2]], block[hits[h + 3]]};
+    const __m256d xa = lanes_a(x, p), xb = lanes_b(x, p), ya = lanes_a(y, p), yb = lanes_b(y, p);
+    const __m256d ra = lanes_a(r, p), rb = lanes_b(r, p), ma = lanes_a(m, p), mb = lanes_b(m, p);
+    const __m256d dx = _mm256_sub_pd(xb, xa), dy = _mm256_sub_pd(yb, ya);
+    const __m256d reach = _mm256_add_pd(ra, rb);
+    const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+    // Coincident centres (d2 = 0): d = 0 and the normal (1, 0).
+    const __m256d apart = _mm256_cmp_pd(d2, zero, _CMP_GT_OQ);
+    const __m256d d = _mm256_and_pd(_mm256_sqrt_pd(d2), apart);
+    const __m256d nx = _mm256_blendv_pd(one, _mm256_div_pd(dx, d), apart);
+    const __m256d ny = _mm256_blendv_pd(zero, _mm256_div_pd(dy, d), apart);
+    const __m256d sep = _mm256_sub_pd(d, reach);
+    cur.deep += static_cast<std::size_t>(
+        std::popcount(static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(sep, _mm256_mul_pd(stiff, reach), _CMP_LT_OQ)))));
+    const __m256d equal = _mm256_cmp_pd(ma, mb, _CMP_EQ_OQ);
+    const __m256d inv = _mm256_div_pd(one, _mm256_add_pd(ma, mb));
+    const __m256d share_a = _mm256_blendv_pd(_mm256_mul_pd(mb, inv), half, equal);
+    const __m256d share_b = _mm256_blendv_pd(_mm256_mul_pd(ma, inv), half, equal);
+    std::uint32_t va[4], vb[4];
+    for (int j = 0; j < 4; ++j) {
+      va[j] = in.slot ? in.slot[p[j].a] : p[j].a;
+      vb[j] = in.slot ? in.slot[p[j].b] : p[j].b;
+    }
+    const __m256d slots = _mm256_castsi256_pd(
+        _mm256_setr_epi32(static_cast<int>(va[0]), static_cast<int>(vb[0]), static_cast<int>(va[1]),
+                          static_cast<int>(vb[1]), static_cast<int>(va[2]), static_cast<int>(vb[2]),
+                          static_cast<int>(va[3]), static_cast<int>(vb[3])));
+    // Lane j of (nx, ny, sep, reach) and of (share_a, share_b, bounce = 0,
+    // slots) are contact j's two halves.
+    store_transposed(nx, ny, sep, reach, reinterpret_cast<double*>(geo + cur.at));
+    store_transposed(share_a, share_b, zero, slots, reinterpret_cast<double*>(geo + cur.at) + 4);
+    if (points) {
+      alignas(32) double px[4], py[4];
+      _mm256_store_pd(px, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, xa), _mm256_mul_pd(ra, xb)), reach));
+      _mm256_store_pd(py, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, ya), _mm256_mul_pd(ra, yb)), reach));
+      for (int j = 0; j < 4; ++j) out.point[cur.at + j] = {px[j], py[j]};
+    }
+    for (std::size_t j = 0; j < 4; ++j) {
+      const std::uint32_t cand = first_k + hits[h + j];
+      out.accum[cur.at + j] = warm_of(cand, warm_cand, warm_value, warm_size, cur.w);
+      out.pairs[cur.at + j] = p[j];
+      out.candidate[cur.at + j] = cand;
+    }
+    cur.at += 4;
+  }
+  _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
+  return h;
+}
 }  // namespace
 
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
@@ -121,54 +288,20 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   out.collided.assign(total, 0);
   if (points) out.point.resize(total);
   // 2. Each block writes its contacts into its own slots of the list, warm
-  // values merged in.
-  for_blocks(nb, 1, [&, x, y, r, m, speculative, points](std::size_t blk, std::size_t, std::size_t) {
+  // values merged in (four at a time in lanes where the processor has them).
+  const ContactInput in{x, y, r, m, slot, speculative};
+  for_blocks(nb, 1, [&, in, points](std::size_t blk, std::size_t, std::size_t) {
     const Pair* const block = candidates.blocks[blk].data();
     Contacts::Block& local = out.block_contacts[blk];
-    std::size_t at = out.block_count[blk];
-    std::size_t deep = 0;
     const std::uint32_t first_k = first[blk];
-    std::size_t w = static_cast<std::size_t>(std::lower_bound(warm_cand, warm_cand + warm_size, first_k) - warm_cand);
-    for (const std::uint32_t k : local.hits) {
-      const Pair p = block[k];
-      const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
-      const double reach = r[p.a] + r[p.b];
-      const double d2 = dx * dx + dy * dy;
-      const std::uint32_t cand = first_k + k;
-      Contact& c = out.geometry[at];
-      double d = 0.0;
-      if (d2 > 0.0) {
-        d = std::sqrt(d2);
-        c.nx = dx / d;
-        c.ny = dy / d;
-      } else {
-        c.nx = 1.0;
-        c.ny = 0.0;
-      }
-      c.sep = d - reach;
-      c.reach = reach;
-      c.bounce = 0.0;
-      c.va = slot ? slot[p.a] : p.a;
-      c.vb = slot ? slot[p.b] : p.b;
-      deep += c.sep < -kStiffFrom * reach ? 1 : 0;
-      // Equal masses share by exactly 1/2 (m / 2m may not round to it).
-      const double ma = m[p.a], mb = m[p.b];
-      if (ma == mb) {
-        c.share_a = c.share_b = 0.5;
-      } else {
-        const double inv = 1.0 / (ma + mb);
-        c.share_a = mb * inv;
-        c.share_b = ma * inv;
-      }
-      while (w < warm_size && warm_cand[w] < cand) ++w;
-      out.accum[at] = w < warm_size && warm_cand[w] == cand ? warm_value[w] : 0.0;
-      if (points)
-        out.point[at] = {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach};
-      out.pairs[at] = p;
-      out.candidate[at] = cand;
-      ++at;
-    }
-    local.deep = deep;
+    WriteCursor at{out.block_count[blk],
+                   static_cast<std::size_t>(std::lower_bound(warm_cand, warm_cand + warm_size, first_k) - warm_cand), 0};
+    const std::size_t nh = local.hits.size();
+    std::size_t h = lanes ? write_contacts_avx2(in, block, first_k, local.hits.data(), nh, points, warm_cand, warm_value,
+                                                warm_size, out, at)
+                          : 0;
+    for (; h < nh; ++h) write_contact(in, block, first_k, local.hits[h], points, warm_cand, warm_value, warm_size, out, at);
+    local.deep = at.deep;
   });
   out.deep = 0;
   for (std::size_t blk = 0; blk < nb; ++blk) out.deep += out.block_contacts[blk].deep;
