@@ -4,6 +4,8 @@
 // Reads/writes: each body's own slots only, so any split over threads gives the
 // same bits. The displacement maximum is an exact max, grouped per fixed block.
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -42,12 +44,73 @@ inline void wall_axis(double& x, double& v, double r, double lo, double hi, doub
   }
 }
 
+
+// The lanes' versions of the loops below, four bodies at a time (where the
+// processor has AVX2: simd_in_use): the same operations on the same values,
+// so the same bits; a body that meets a wall is left to the one-at-a-time
+// code. These loops are a sixth of a gas's step on one thread.
+
+// The largest (scaled) squared distance of bodies [i0, i1) from their
+// anchors, four at a time (the maximum is exact: any order gives it).
+[[gnu::target("avx2")]] double moved_avx2(const double* xs, const double* ys, const float* xbs, const float* ybs,
+                                         const float* scale, std::size_t i0, std::size_t i1) {
+  __m256d m4 = _mm256_setzero_pd();
+  std::size_t i = i0;
+  for (; i + 4 <= i1; i += 4) {
+    const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(xs + i), _mm256_cvtps_pd(_mm_loadu_ps(xbs + i)));
+    const __m256d dy = _mm256_sub_pd(_mm256_loadu_pd(ys + i), _mm256_cvtps_pd(_mm_loadu_ps(ybs + i)));
+    __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+    if (scale) d2 = _mm256_mul_pd(d2, _mm256_cvtps_pd(_mm_loadu_ps(scale + i)));
+    m4 = _mm256_max_pd(m4, d2);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, m4);
+  _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
+  double m = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
+  for (; i < i1; ++i) {
+    const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
+    const double d2 = (dx * dx + dy * dy) * (scale ? static_cast<double>(scale[i]) : 1.0);
+    m = d2 > m ? d2 : m;
+  }
+  return m;
+}
+
+// Moves bodies [i0, i1) by v h, four at a time; returns the first body of
+// the first four that meet a wall (or i1, or the tail under four), from
+// which the caller goes on one at a time.
+[[gnu::target("avx2")]] std::size_t move_avx2(double* xs, double* ys, const double* vxs, const double* vys,
+                                             const double* rs, const Bounds& box, double h, std::size_t i0,
+                                             std::size_t i1) {
+  const __m256d h4 = _mm256_set1_pd(h);
+  const __m256d xlo = _mm256_set1_pd(box.min.x), xhi = _mm256_set1_pd(box.max.x);
+  const __m256d ylo = _mm256_set1_pd(box.min.y), yhi = _mm256_set1_pd(box.max.y);
+  std::size_t i = i0;
+  for (; i + 4 <= i1; i += 4) {
+    const __m256d x = _mm256_add_pd(_mm256_loadu_pd(xs + i), _mm256_mul_pd(_mm256_loadu_pd(vxs + i), h4));
+    const __m256d y = _mm256_add_pd(_mm256_loadu_pd(ys + i), _mm256_mul_pd(_mm256_loadu_pd(vys + i), h4));
+    if (box.walled) {
+      // wall_axis's tests: x <= lo + r or x >= hi - r.
+      const __m256d r = _mm256_loadu_pd(rs + i);
+      const __m256d hit =
+          _mm256_or_pd(_mm256_or_pd(_mm256_cmp_pd(x, _mm256_add_pd(xlo, r), _CMP_LE_OQ),
+                                    _mm256_cmp_pd(x, _mm256_sub_pd(xhi, r), _CMP_GE_OQ)),
+                       _mm256_or_pd(_mm256_cmp_pd(y, _mm256_add_pd(ylo, r), _CMP_LE_OQ),
+                                    _mm256_cmp_pd(y, _mm256_sub_pd(yhi, r), _CMP_GE_OQ)));
+      if (_mm256_movemask_pd(hit) != 0) break;
+    }
+    _mm256_storeu_pd(xs + i, x);
+    _mm256_storeu_pd(ys + i, y);
+  }
+  _mm256_zeroupper();  // as in moved_avx2
+  return i;
+}
 }  // namespace
 
 double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std::span<const float> xb,
                             std::span<const float> yb, std::span<const float> scale) {
   const double gx = g.x * h, gy = g.y * h;
   const bool measure = !xb.empty();
+  const bool lanes = simd_in_use();
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
     double* const vxs = b.vx.data();
     double* const vys = b.vy.data();
@@ -60,6 +123,7 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
       vys[i] = vys[i] * damping + gy;
     }
     double m = 0.0;
+    if (measure && lanes) return moved_avx2(xs, ys, xbs, ybs, scale.empty() ? nullptr : scale.data(), i0, i1);
     if (measure) {
       for (std::size_t i = i0; i < i1; ++i) {
         const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
@@ -74,6 +138,7 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
 void integrate_positions(BodyStore& b, const Params& p, double h, double resting) {
   const Bounds box = p.bounds;
   const double e = p.restitution;
+  const bool lanes = simd_in_use();
   for_blocks(b.size(), block_for(b.size()), [&](std::size_t i0, std::size_t i1, std::size_t) {
     // Local pointers: kept in registers across the loop (through the
     // BodyStore reference they were reloaded for every body).
@@ -82,15 +147,23 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
     double* const vxs = b.vx.data();
     double* const vys = b.vy.data();
     const double* const rs = b.r.data();
-    for (std::size_t i = i0; i < i1; ++i) {
-      double x = xs[i] + vxs[i] * h;
-      double y = ys[i] + vys[i] * h;
-      if (box.walled) {
-        wall_axis(x, vxs[i], rs[i], box.min.x, box.max.x, e, resting);
-        wall_axis(y, vys[i], rs[i], box.min.y, box.max.y, e, resting);
+    // Four at a time up to four that meet a wall, those one at a time, and on.
+    for (std::size_t i = i0; i < i1;) {
+      if (lanes) {
+        i = move_avx2(xs, ys, vxs, vys, rs, box, h, i, i1);
+        if (i == i1) break;
       }
-      xs[i] = x;
-      ys[i] = y;
+      const std::size_t end = lanes ? std::min(i1, i + 4) : i1;
+      for (; i < end; ++i) {
+        double x = xs[i] + vxs[i] * h;
+        double y = ys[i] + vys[i] * h;
+        if (box.walled) {
+          wall_axis(x, vxs[i], rs[i], box.min.x, box.max.x, e, resting);
+          wall_axis(y, vys[i], rs[i], box.min.y, box.max.y, e, resting);
+        }
+        xs[i] = x;
+        ys[i] = y;
+      }
     }
   });
 }

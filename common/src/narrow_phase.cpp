@@ -238,6 +238,29 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
   return h;
 }
+
+// The first body from i on (i, i + 4, ...) of the first four of which one is
+// within `speculative` of a wall, by collide_walls's own gaps, four at a time;
+// i1 or the tail under four when none is. (Most bodies are far from every
+// wall; this pass was a fifteenth of a gas's step on one thread.)
+[[gnu::target("avx2")]] std::size_t next_near_wall_avx2(const double* x, const double* y, const double* r,
+                                                       const Bounds& box, double speculative, std::size_t i,
+                                                       std::size_t i1) {
+  const __m256d xlo = _mm256_set1_pd(box.min.x), xhi = _mm256_set1_pd(box.max.x);
+  const __m256d ylo = _mm256_set1_pd(box.min.y), yhi = _mm256_set1_pd(box.max.y);
+  const __m256d spec = _mm256_set1_pd(speculative);
+  for (; i + 4 <= i1; i += 4) {
+    const __m256d xs = _mm256_loadu_pd(x + i), ys = _mm256_loadu_pd(y + i), rs = _mm256_loadu_pd(r + i);
+    const __m256d near = _mm256_or_pd(
+        _mm256_or_pd(_mm256_cmp_pd(_mm256_sub_pd(_mm256_sub_pd(xs, rs), xlo), spec, _CMP_LT_OQ),
+                     _mm256_cmp_pd(_mm256_sub_pd(_mm256_sub_pd(xhi, rs), xs), spec, _CMP_LT_OQ)),
+        _mm256_or_pd(_mm256_cmp_pd(_mm256_sub_pd(_mm256_sub_pd(ys, rs), ylo), spec, _CMP_LT_OQ),
+                     _mm256_cmp_pd(_mm256_sub_pd(_mm256_sub_pd(yhi, rs), ys), spec, _CMP_LT_OQ)));
+    if (_mm256_movemask_pd(near) != 0) break;
+  }
+  _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
+  return i;
+}
 }  // namespace
 
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
@@ -322,6 +345,7 @@ void collide_walls(const BodyStore& b, const Bounds& box, double speculative, Wa
   const std::size_t nb = box.walled ? block_count(n, kWallBlock) : 0;
   walls.blocks.resize(nb);
   const bool warm = walls.warm && walls.last.size() == nb;
+  const bool lanes = simd_in_use();
   for_blocks(n, kWallBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
     if (!box.walled) return;
     auto& out = walls.blocks[blk];
@@ -332,6 +356,12 @@ void collide_walls(const BodyStore& b, const Bounds& box, double speculative, Wa
     const double* const y = b.y.data();
     const double* const r = b.r.data();
     for (std::size_t i = i0; i < i1; ++i) {
+      // Skip, four at a time, the bodies far from every wall; look at the
+      // next four one at a time.
+      if (lanes && (i - i0) % 4 == 0) {
+        i = next_near_wall_avx2(x, y, r, box, speculative, i, i1);
+        if (i == i1) break;
+      }
       const double gaps[4] = {x[i] - r[i] - box.min.x, box.max.x - r[i] - x[i], y[i] - r[i] - box.min.y,
                               box.max.y - r[i] - y[i]};
       // Most bodies are far from every wall: one well-predicted branch.

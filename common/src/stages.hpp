@@ -273,10 +273,11 @@ void collide_walls(const BodyStore& b, const Bounds& box, double speculative, Wa
 /// colour by colour. Returns the number of pair contacts that collided.
 std::uint64_t solve_contacts(BodyStore& b, Contacts& contacts, WallContacts& walls, const SolveContext& ctx);
 
-/// Whether the discrete solver may take four contacts (or candidates) at a
-/// time in AVX2 lanes, where the processor has them (the default): the
-/// velocity passes (warm start, soft, relax), the impact passes' test and,
-/// where contacts are few, the narrow phase's distance test. Lanes and
+/// Whether the discrete solver may take four contacts (or candidates, or
+/// bodies) at a time in AVX2 lanes, where the processor has them (the
+/// default): the velocity passes (warm start, soft, relax), the impact
+/// passes' test, the narrow phase's distance test and its writing of the
+/// contacts, the wall test, the move and the distance from the anchors. Lanes and
 /// one at a time give the same bits; tests switch the lanes off to check
 /// that. Call between steps only.
 void allow_simd(bool allowed);
