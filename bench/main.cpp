@@ -22,9 +22,11 @@
 #include <vector>
 
 #include "carom/measure.hpp"
+#include "carom/proto/text.hpp"
 #include "carom/world.hpp"
 #include "bench/net.hpp"
 #include "bench/scenes.hpp"
+#include "sim_state.hpp"
 
 namespace {
 
@@ -135,6 +137,25 @@ int run_live(carom::World& world, double seconds) {
 
 }  // namespace
 
+// A scenario file's world as a scene: the server's own loading (parameters,
+// bodies, generators; the same checks and messages), its script not run.
+bool scene_from_scenario(const std::string& path, carom::bench::Scene* out, std::string* error) {
+  carom::v1::Scenario scenario;
+  carom::proto::TextLocations locations;
+  if (!carom::proto::parse_text_file(path, &scenario, error, &locations)) return false;
+  carom::server::SimState sim(carom::server::SimOptions{});
+  if (const carom::Status st = sim.load_scenario(scenario, path, &locations); !st.ok()) {
+    *error = st.message();
+    return false;
+  }
+  out->params = sim.world().params();
+  const carom::BodiesView b = sim.world().bodies();
+  out->bodies.resize(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i)
+    out->bodies[i] = {b.id[i], {b.x[i], b.y[i]}, {b.vx[i], b.vy[i]}, b.radius[i], b.mass[i]};
+  return true;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"carom-bench: step a benchmark scene and report throughput"};
   carom::bench::SceneSpec spec;
@@ -150,6 +171,13 @@ int main(int argc, char** argv) {
   bool live = false;
   double seconds = 0.0;
   app.add_option("--scene", spec.name, "gas | pile | mixed | lattice | default | nbody")->capture_default_str();
+  std::string scenario_file;
+  auto* scenario_option =
+      app.add_option("--scenario", scenario_file,
+                     "a scenario file (.txtpb, as carom-server --scenario and carom-ctl load take) instead of --scene: "
+                     "its parameters and bodies (its script does not run); scenarios/default.txtpb is the demo's world")
+          ->excludes("--scene")
+          ->check(CLI::ExistingFile);
   app.add_option("--gravity", gravity_method,
                  "mutual gravity's method (default: the scene's; nbody: auto); none: mutual gravity off (the same "
                  "scene's memory and time without it)")
@@ -188,7 +216,7 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "with --live: stop after this many seconds (0 = until Ctrl-C); with --net: seconds per phase");
   bool net = false;
   carom::bench::NetBenchOptions net_options;
-  app.add_flag("--net", net,
+  auto* net_flag = app.add_flag("--net", net,
                "run the server with --viewers viewers on loopback: tick times, snapshot latency and the stream's bytes "
                "(bytes_per_body, server_sent_mb_per_s); the world is --scene");
   app.add_option("--viewers", net_options.viewers, "with --net: viewers")->capture_default_str()->check(CLI::Range(0, 1000));
@@ -216,6 +244,7 @@ int main(int argc, char** argv) {
   app.add_flag("--velocities", net_options.velocities, "with --net: viewers ask for velocities too");
   app.add_flag("--events", net_options.events,
                "with --net: viewers ask for collision events too (as carom-view does; scenes that record them: default)");
+  net_flag->excludes(scenario_option);
   CLI11_PARSE(app, argc, argv);
   if (net) {
     net_options.scene = spec;
@@ -228,7 +257,13 @@ int main(int argc, char** argv) {
   }
 
   carom::bench::Scene scene;
-  if (auto st = carom::bench::build_scene(spec, &scene); !st.ok()) {
+  if (!scenario_file.empty()) {
+    std::string error;
+    if (!scene_from_scenario(scenario_file, &scene, &error)) {
+      std::cerr << "carom-bench: " << error << "\n";
+      return 2;
+    }
+  } else if (auto st = carom::bench::build_scene(spec, &scene); !st.ok()) {
     std::cerr << "carom-bench: " << st.message() << "\n";
     return 2;
   }
@@ -334,13 +369,14 @@ int main(int argc, char** argv) {
   const double pressure = perimeter > 0.0 ? wall_impulse / (sim_time * perimeter) : 0.0;
 
   nlohmann::ordered_json j;
-  j["scene"] = spec.name;
+  j["scene"] = scenario_file.empty() ? spec.name : "scenario";
+  if (!scenario_file.empty()) j["scenario"] = scenario_file;
   j["bodies"] = world.size();
   j["steps"] = steps;
   j["threads"] = world.threads();
   j["solver"] = carom::to_string(world.params().solver);
   j["substeps"] = world.params().substeps;
-  j["eta"] = spec.eta;
+  if (scenario_file.empty()) j["eta"] = spec.eta;
   j["seconds"] = secs;
   j["body_steps_per_s"] = body_steps;
   j["steps_per_s"] = (steps > 0 ? static_cast<double>(steps) / secs : 0.0);

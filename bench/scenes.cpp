@@ -100,7 +100,8 @@ Status build_scene(const SceneSpec& spec, Scene* out) {
       b.mass = 1.0;
     }
   } else if (spec.name == "default") {
-    // The demo world: a mixed crowd falling into a box, a few heavy balls.
+    // Like the demo's world (not it: that is scenarios/default.txtpb): a
+    // mixed crowd falling into a box, a few heavy balls.
     p.bounds = {true, {0.0, 0.0}, {160.0, 90.0}};
     p.gravity = {0.0, -9.81};
     p.restitution = 0.85;
