@@ -801,27 +801,29 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
       list[fill[pairs[k].b]++] = static_cast<std::uint32_t>(k);
     }
   }
-  // The contacts to look at this pass, as bits in contact order; the bodies
-  // changed last pass and this one.
+  // The contacts to look at, as bits in contact order: this pass's (`todo`)
+  // and the next one's (`next`). A look at a contact that does not fire
+  // changes nothing, and a contact can only start to fire once a body of it
+  // changed after its last look: so each impact marks its bodies' contacts
+  // that come after it for this pass and those before it for the next one
+  // (those after it get their look this pass, after the change). Pass 2
+  // looks at every contact of the bodies the first pass changed.
   auto& todo = cs.todo;
+  auto& next = cs.todo_next;
   todo.assign((nc + 63) / 64, 0);
-  auto& changed = cs.changed_last;
-  auto& changing = cs.changed_now;
+  next.assign(todo.size(), 0);
   auto& marked = cs.marked;
   const std::uint32_t colours = cs.colours();
   const bool lanes = simd_in_use();
-  changed.clear();
-  for (std::size_t i = 0; i < n; ++i)
-    if (fired_in[i]) changed.push_back(static_cast<std::uint32_t>(i));
   const auto mark_all = [&](std::uint32_t i) {
     for (std::uint32_t q = start[i]; q < start[i + 1]; ++q) todo[list[q] >> 6] |= std::uint64_t{1} << (list[q] & 63);
   };
+  for (std::size_t i = 0; i < n; ++i)
+    if (fired_in[i]) mark_all(static_cast<std::uint32_t>(i));
   std::uint64_t count = 0;
   for (int it = 1; it < passes; ++it) {
     const auto stamp = static_cast<std::uint8_t>(it + 1);
     const auto recent = static_cast<std::uint8_t>(it);  // last pass or this one
-    changing.clear();
-    for (const std::uint32_t i : changed) mark_all(i);
     std::uint64_t fired = 0;
     // Walls come first in a pass: a body they change has every contact looked at.
     for (auto& block : walls.blocks)
@@ -829,11 +831,8 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
         const std::uint32_t i = w.entry >> 2;
         if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) continue;
         ++fired;
-        if (fired_in[i] != stamp) {
-          fired_in[i] = stamp;
-          changing.push_back(i);
-          mark_all(i);
-        }
+        fired_in[i] = stamp;
+        mark_all(i);
       }
     const auto look = [&](std::size_t k) {
       const Pair p = pairs[k];
@@ -842,11 +841,11 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
       ++fired;
       if (!before) ++count;
       for (const std::uint32_t i : {p.a, p.b}) {
-        if (fired_in[i] == stamp) continue;  // its later contacts are marked already
         fired_in[i] = stamp;
-        changing.push_back(i);
-        for (std::uint32_t q = start[i]; q < start[i + 1]; ++q)
-          if (list[q] > k) todo[list[q] >> 6] |= std::uint64_t{1} << (list[q] & 63);
+        for (std::uint32_t q = start[i]; q < start[i + 1]; ++q) {
+          const std::uint32_t j = list[q];
+          if (j != k) (j > k ? todo : next)[j >> 6] |= std::uint64_t{1} << (j & 63);
+        }
       }
     };
     // Colour by colour: an impact marks contacts of later colours only (a
@@ -881,7 +880,8 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
       }
     }
     if (fired == 0) break;
-    std::swap(changed, changing);
+    // Every bit of `todo` was taken by its colour: it is all zeros.
+    std::swap(todo, next);
   }
   return count;
 }

@@ -115,9 +115,9 @@ struct Contacts {
   // Scratch of the impact passes after the first: each body's contacts
   // (by_body[by_body_start[i], by_body_start[i + 1]), in contact order), the
   // contacts to look at (bits), the bodies changed last pass and this one.
-  std::vector<std::uint32_t> by_body_start, by_body, by_body_fill, changed_last, changed_now;
+  std::vector<std::uint32_t> by_body_start, by_body, by_body_fill;
   std::vector<std::uint32_t> marked;  // scratch: a colour's contacts to look at in an impact pass
-  std::vector<std::uint64_t> todo;
+  std::vector<std::uint64_t> todo, todo_next;
   // Scratch: the velocities the solver works on where contacts are many,
   // (vx, vy) of the body at slot s at [2s, 2s + 1] (slots(); storage indices
   // when it is empty; resolve.cpp, with_velocities).
