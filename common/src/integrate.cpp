@@ -44,16 +44,18 @@ inline void wall_axis(double& x, double& v, double r, double lo, double hi, doub
   }
 }
 
-
 // The lanes' versions of the loops below, four bodies at a time (where the
 // processor has AVX2: simd_in_use): the same operations on the same values,
 // so the same bits; a body that meets a wall is left to the one-at-a-time
 // code. These loops are a sixth of a gas's step on one thread.
 
-// The largest (scaled) squared distance of bodies [i0, i1) from their
-// anchors, four at a time (the maximum is exact: any order gives it).
-[[gnu::target("avx2")]] double moved_avx2(const double* xs, const double* ys, const float* xbs, const float* ybs,
-                                         const float* scale, std::size_t i0, std::size_t i1) {
+// The largest (scaled) squared distance from their anchors of bodies
+// [i0, i1) taken four at a time, into m (the maximum is exact: any order gives
+// it); returns the first body of the tail under four, which the caller takes
+// one at a time.
+[[gnu::target("avx2")]] std::size_t moved_avx2(const double* xs, const double* ys, const float* xbs,
+                                              const float* ybs, const float* scale, std::size_t i0,
+                                              std::size_t i1, double& m) {
   __m256d m4 = _mm256_setzero_pd();
   std::size_t i = i0;
   for (; i + 4 <= i1; i += 4) {
@@ -66,13 +68,8 @@ inline void wall_axis(double& x, double& v, double r, double lo, double hi, doub
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, m4);
   _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
-  double m = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
-  for (; i < i1; ++i) {
-    const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
-    const double d2 = (dx * dx + dy * dy) * (scale ? static_cast<double>(scale[i]) : 1.0);
-    m = d2 > m ? d2 : m;
-  }
-  return m;
+  m = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
+  return i;
 }
 
 // Moves bodies [i0, i1) by v h, four at a time; returns the first body of
@@ -104,6 +101,7 @@ inline void wall_axis(double& x, double& v, double r, double lo, double hi, doub
   _mm256_zeroupper();  // as in moved_avx2
   return i;
 }
+
 }  // namespace
 
 double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std::span<const float> xb,
@@ -123,9 +121,10 @@ double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std:
       vys[i] = vys[i] * damping + gy;
     }
     double m = 0.0;
-    if (measure && lanes) return moved_avx2(xs, ys, xbs, ybs, scale.empty() ? nullptr : scale.data(), i0, i1);
     if (measure) {
-      for (std::size_t i = i0; i < i1; ++i) {
+      std::size_t i = i0;
+      if (lanes) i = moved_avx2(xs, ys, xbs, ybs, scale.empty() ? nullptr : scale.data(), i0, i1, m);
+      for (; i < i1; ++i) {
         const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
         const double d2 = (dx * dx + dy * dy) * (scale.empty() ? 1.0 : static_cast<double>(scale[i]));
         m = d2 > m ? d2 : m;

@@ -45,6 +45,14 @@ inline bool is_contact(const double* x, const double* y, const double* r, Pair p
   return dx * dx + dy * dy < near * near;
 }
 
+// Lanes of v at the first (second) bodies of four pairs.
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d lanes_a(const double* v, const Pair* p) {
+  return _mm256_setr_pd(v[p[0].a], v[p[1].a], v[p[2].a], v[p[3].a]);
+}
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d lanes_b(const double* v, const Pair* p) {
+  return _mm256_setr_pd(v[p[0].b], v[p[1].b], v[p[2].b], v[p[3].b]);
+}
+
 // Appends to `hits` the offset k of each candidate of the block, in order,
 // that is a contact (is_contact): four at a time in lanes, with the same
 // operations as one at a time, the last few one at a time.
@@ -55,13 +63,9 @@ inline bool is_contact(const double* x, const double* y, const double* r, Pair p
   std::size_t k = 0;
   for (; k + 4 <= size; k += 4) {
     const Pair* p = block + k;
-    const __m256d dx = _mm256_sub_pd(_mm256_setr_pd(x[p[0].b], x[p[1].b], x[p[2].b], x[p[3].b]),
-                                     _mm256_setr_pd(x[p[0].a], x[p[1].a], x[p[2].a], x[p[3].a]));
-    const __m256d dy = _mm256_sub_pd(_mm256_setr_pd(y[p[0].b], y[p[1].b], y[p[2].b], y[p[3].b]),
-                                     _mm256_setr_pd(y[p[0].a], y[p[1].a], y[p[2].a], y[p[3].a]));
-    const __m256d near = _mm256_add_pd(_mm256_add_pd(_mm256_setr_pd(r[p[0].a], r[p[1].a], r[p[2].a], r[p[3].a]),
-                                                     _mm256_setr_pd(r[p[0].b], r[p[1].b], r[p[2].b], r[p[3].b])),
-                                       spec);
+    const __m256d dx = _mm256_sub_pd(lanes_b(x, p), lanes_a(x, p));
+    const __m256d dy = _mm256_sub_pd(lanes_b(y, p), lanes_a(y, p));
+    const __m256d near = _mm256_add_pd(_mm256_add_pd(lanes_a(r, p), lanes_b(r, p)), spec);
     const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
     for (int bits = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(near, near), _CMP_LT_OQ)); bits != 0;
          bits &= bits - 1)
@@ -72,7 +76,6 @@ inline bool is_contact(const double* x, const double* y, const double* r, Pair p
     if (is_contact(x, y, r, block[k], speculative)) hits.push_back(static_cast<std::uint32_t>(k));
 }
 
-
 // What collide's second pass reads of the bodies.
 struct ContactInput {
   const double* x;
@@ -80,7 +83,6 @@ struct ContactInput {
   const double* r;
   const double* m;
   const std::uint32_t* slot;  // the solver's slots (Contacts::slotted), or null: storage indices
-  double speculative;
 };
 
 // Where a block's next contact goes, its place in the warm list, and its deep
@@ -148,14 +150,6 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   if (points) out.point[at] = {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach};
   out.pairs[at] = p;
   out.candidate[at] = cand;
-}
-
-// Lanes of v at the first (second) bodies of four pairs.
-[[gnu::target("avx2"), gnu::always_inline]] inline __m256d lanes_a(const double* v, const Pair* p) {
-  return _mm256_setr_pd(v[p[0].a], v[p[1].a], v[p[2].a], v[p[3].a]);
-}
-[[gnu::target("avx2"), gnu::always_inline]] inline __m256d lanes_b(const double* v, const Pair* p) {
-  return _mm256_setr_pd(v[p[0].b], v[p[1].b], v[p[2].b], v[p[3].b]);
 }
 
 // Stores lane j of a, b, c, e as the four doubles at base + 8 j (a 4 x 4
@@ -261,6 +255,7 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
   return i;
 }
+
 }  // namespace
 
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
@@ -312,7 +307,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   if (points) out.point.resize(total);
   // 2. Each block writes its contacts into its own slots of the list, warm
   // values merged in (four at a time in lanes where the processor has them).
-  const ContactInput in{x, y, r, m, slot, speculative};
+  const ContactInput in{x, y, r, m, slot};
   for_blocks(nb, 1, [&, in, points](std::size_t blk, std::size_t, std::size_t) {
     const Pair* const block = candidates.blocks[blk].data();
     Contacts::Block& local = out.block_contacts[blk];

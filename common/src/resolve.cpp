@@ -605,8 +605,6 @@ inline void clamp_into(double& x, double& y, double r, const Bounds& box) {
   y = std::clamp(y, box.min.y + r, box.max.y - r);
 }
 
-// The inward normal of wall w (0 min x, 1 max x, 2 min y, 3 max y) is +1 or -1
-// along x (w < 2) or y.
 // The body's velocity component along wall w's normal: in the body store
 // (or its positions, as a Vel) at its storage index, in the solver's copy at
 // its slot.
@@ -617,6 +615,8 @@ inline double& wall_velocity(Vel v, const WallContact& w) {
 inline double& wall_velocity(VelPairs v, const WallContact& w) {
   return (w.entry & 2u) ? v.y(w.slot) : v.x(w.slot);
 }
+// The inward normal of wall w (0 min x, 1 max x, 2 min y, 3 max y) is +1 or -1
+// along x (w < 2) or y.
 inline double wall_sign(std::uint32_t entry) { return (entry & 1u) ? -1.0 : 1.0; }
 
 template <class V>
@@ -815,8 +815,11 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
   auto& marked = cs.marked;
   const std::uint32_t colours = cs.colours();
   const bool lanes = simd_in_use();
+  const auto mark = [](std::vector<std::uint64_t>& bits, std::uint32_t k) {
+    bits[k >> 6] |= std::uint64_t{1} << (k & 63);
+  };
   const auto mark_all = [&](std::uint32_t i) {
-    for (std::uint32_t q = start[i]; q < start[i + 1]; ++q) todo[list[q] >> 6] |= std::uint64_t{1} << (list[q] & 63);
+    for (std::uint32_t q = start[i]; q < start[i + 1]; ++q) mark(todo, list[q]);
   };
   for (std::size_t i = 0; i < n; ++i)
     if (fired_in[i]) mark_all(static_cast<std::uint32_t>(i));
@@ -844,7 +847,7 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
         fired_in[i] = stamp;
         for (std::uint32_t q = start[i]; q < start[i + 1]; ++q) {
           const std::uint32_t j = list[q];
-          if (j != k) (j > k ? todo : next)[j >> 6] |= std::uint64_t{1} << (j & 63);
+          if (j != k) mark(j > k ? todo : next, j);
         }
       }
     };
