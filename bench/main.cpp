@@ -135,8 +135,6 @@ int run_live(carom::World& world, double seconds) {
   return 0;
 }
 
-}  // namespace
-
 // A scenario file's world as a scene: the server's own loading (parameters,
 // bodies, generators; the same checks and messages), its script not run.
 bool scene_from_scenario(const std::string& path, carom::bench::Scene* out, std::string* error) {
@@ -155,6 +153,8 @@ bool scene_from_scenario(const std::string& path, carom::bench::Scene* out, std:
     out->bodies[i] = {b.id[i], {b.x[i], b.y[i]}, {b.vx[i], b.vy[i]}, b.radius[i], b.mass[i]};
   return true;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"carom-bench: step a benchmark scene and report throughput"};
