@@ -256,6 +256,34 @@ TEST(BroadPhase, OutputIsIndependentOfThreadCount) {
   }
 }
 
+TEST(BroadPhase, OneThreadSortAndParallelSortGiveTheSameOrder) {
+  // Small worlds sort bodies into buckets on one thread, large ones in
+  // parallel (then sort each bucket): the same sorted arrays and the same
+  // pair list either way, whatever the thread count.
+  tbb::global_control allow(tbb::global_control::max_allowed_parallelism, 4);
+  Rng rng(103);
+  const std::size_t before = detail::set_serial_sort_below(0);
+  for (int kind = 0; kind < 5; ++kind) {
+    const Cloud c = random_cloud(rng, 20000, kind);
+    detail::BroadPhase way[2];
+    detail::PairBlocks out[2];
+    for (int serial = 0; serial < 2; ++serial) {
+      detail::set_serial_sort_below(serial ? std::size_t{1} << 30 : 0);
+      tbb::task_arena arena(serial ? 1 : 4);
+      arena.execute([&] { detail::find_pairs(c.x, c.y, c.e, c.margin, way[serial], out[serial]); });
+    }
+    const auto& p = way[0];
+    const auto& s = way[1];
+    ASSERT_GT(out[0].count, 0u) << "kind " << kind;
+    EXPECT_TRUE(p.bucket_start == s.bucket_start) << "kind " << kind;
+    EXPECT_TRUE(p.sorted == s.sorted) << "kind " << kind;
+    EXPECT_TRUE(p.sx == s.sx && p.sy == s.sy && p.se == s.se) << "kind " << kind;
+    EXPECT_TRUE(p.slevel == s.slevel && p.coarse == s.coarse) << "kind " << kind;
+    EXPECT_TRUE(out[0].flatten() == out[1].flatten()) << "kind " << kind;
+  }
+  detail::set_serial_sort_below(before);
+}
+
 // ---- Contact schedule -------------------------------------------------------
 
 struct PairSet {

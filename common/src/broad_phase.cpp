@@ -44,6 +44,9 @@ namespace {
 
 constexpr std::size_t kBlock = 512;
 constexpr int kMaxLevels = 16;
+// Below this many bodies the counting sort runs on one thread (find_pairs_of;
+// tests change it: set_serial_sort_below).
+std::atomic<std::size_t> serial_sort_below{std::size_t{1} << 17};
 // The grid's levels; cells are clamped (cell_coord), and all levels share one
 // TorusHash of buckets (see carom/spatial_hash.hpp).
 using Grid = CellLevels<kMaxLevels>;
@@ -184,6 +187,10 @@ void search_block(const SearchInput<T> in, std::size_t p0, std::size_t p1, std::
 
 }  // namespace
 
+std::size_t set_serial_sort_below(std::size_t bodies) {
+  return serial_sort_below.exchange(bodies, std::memory_order_relaxed);
+}
+
 std::vector<Pair> PairBlocks::flatten() const {
   std::vector<Pair> all;
   all.reserve(count);
@@ -261,34 +268,47 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
     bp.se.resize(n);
   }
 
-  // 1. Bucket of every body and the bucket histogram.
-  std::vector<std::uint32_t> block_levels(nb, 0);
-  for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
-    std::uint32_t lv = 0;
-    for (std::size_t i = b0; i < b1; ++i) {
-      const std::uint32_t k = level_at(i);
-      lv |= 1u << k;
-      std::atomic_ref<std::uint32_t>(bp.bucket_start[bucket_of(i, k) + 1]).fetch_add(1, std::memory_order_relaxed);
-    }
-    block_levels[blk] = lv;
-  });
+  // Small worlds sort on this thread, in storage order: a stable counting
+  // sort leaves each bucket in storage order already, with no atomics and no
+  // sort per bucket, and spread over threads the few microseconds of work
+  // cost more in moving the data between cores than they saved (the 10k gas
+  // rebuilds its list every other step). The same sorted order either way.
+  const bool serial = n < serial_sort_below.load(std::memory_order_relaxed);
   std::uint32_t levels = 0;  // bit k set when level k holds a body
-  for (auto lv : block_levels) levels |= lv;
-  const bool one_level = std::has_single_bit(levels);
-  // A single occupied level (equal radii) needs no per-body level.
-  if (one_level) {
-    bp.slevel = {};
-    bp.coarse = {};
+  if (serial) {
+    // 1-3. Each body's bucket, the histogram, its scan and the scatter.
+    std::vector<std::uint32_t>& bucket = bp.bucket_scratch;
+    bucket.resize(n);
+    std::uint32_t* const count = bp.bucket_start.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t k = level_at(i);
+      levels |= 1u << k;
+      bucket[i] = bucket_of(i, k);
+      ++count[bucket[i] + 1];
+    }
+    std::uint32_t sum = 0;
+    for (std::size_t h = 0; h < buckets; ++h) {
+      const std::uint32_t c = count[h + 1];
+      count[h + 1] = sum;
+      sum += c;
+    }
   } else {
-    bp.slevel.resize(n);
-    bp.coarse.resize(buckets);
-  }
-  const auto lowest = static_cast<std::uint32_t>(std::countr_zero(levels));  // the lowest occupied level
+    // 1. Bucket of every body and the bucket histogram.
+    std::vector<std::uint32_t> block_levels(nb, 0);
+    for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t blk) {
+      std::uint32_t lv = 0;
+      for (std::size_t i = b0; i < b1; ++i) {
+        const std::uint32_t k = level_at(i);
+        lv |= 1u << k;
+        std::atomic_ref<std::uint32_t>(bp.bucket_start[bucket_of(i, k) + 1]).fetch_add(1, std::memory_order_relaxed);
+      }
+      block_levels[blk] = lv;
+    });
+    for (auto lv : block_levels) levels |= lv;
 
-  // 2. Exclusive scan: bucket_start[h + 1] becomes the start of bucket h.
-  //    Two passes over fixed blocks (block sums, then offsets); integer sums,
-  //    so the grouping cannot change the result.
-  {
+    // 2. Exclusive scan: bucket_start[h + 1] becomes the start of bucket h.
+    //    Two passes over fixed blocks (block sums, then offsets); integer sums,
+    //    so the grouping cannot change the result.
     const std::size_t scan_block = 1 << 15;
     std::vector<std::uint32_t> block_sum(block_count(buckets, scan_block) + 1, 0);
     for_blocks(buckets, scan_block, [&](std::size_t h0, std::size_t h1, std::size_t blk) {
@@ -305,42 +325,73 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
         sum += c;
       }
     });
-  }
 
-  // 3. Scatter. The cursor bucket_start[h + 1] walks bucket h's start to its
-  //    end, which is the start of bucket h + 1: no copy of the starts. The
-  //    bucket is recomputed rather than stored: 4 bytes a body matter at 1M.
-  for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t) {
-    for (std::size_t i = b0; i < b1; ++i) {
-      const std::uint32_t slot = std::atomic_ref<std::uint32_t>(bp.bucket_start[bucket_of(i, level_at(i)) + 1])
-                                     .fetch_add(1, std::memory_order_relaxed);
-      bp.sorted[slot] = static_cast<std::uint32_t>(i);
-    }
-  });
-
-  // 4. Arrival order inside a bucket is a race: sort each bucket by storage
-  //    index, then gather the sorted copies the pair search reads.
-  const std::size_t bucket_block = 1 << 11;
-  for_blocks(buckets, bucket_block, [&](std::size_t h0, std::size_t h1, std::size_t) {
-    for (std::size_t h = h0; h < h1; ++h) {
-      const std::uint32_t begin = bp.bucket_start[h];
-      const std::uint32_t end = bp.bucket_start[h + 1];
-      if (end - begin > 1) std::sort(bp.sorted.begin() + begin, bp.sorted.begin() + end);
-      std::uint8_t coarse = 0;
-      for (std::uint32_t p = begin; p < end; ++p) {
-        const std::uint32_t i = bp.sorted[p];
-        bp.sx[p] = fx(i);
-        bp.sy[p] = fy(i);
-        if (!uniform) bp.se[p] = extent_of(i);
-        if (!one_level) {
-          const auto k = static_cast<std::uint8_t>(level_at(i));
-          bp.slevel[p] = k;
-          coarse |= k != lowest ? 1 : 0;
-        }
+    // 3. Scatter. The cursor bucket_start[h + 1] walks bucket h's start to its
+    //    end, which is the start of bucket h + 1: no copy of the starts. The
+    //    bucket is recomputed rather than stored: 4 bytes a body matter at 1M.
+    for_blocks(n, kBlock, [&](std::size_t b0, std::size_t b1, std::size_t) {
+      for (std::size_t i = b0; i < b1; ++i) {
+        const std::uint32_t slot = std::atomic_ref<std::uint32_t>(bp.bucket_start[bucket_of(i, level_at(i)) + 1])
+                                       .fetch_add(1, std::memory_order_relaxed);
+        bp.sorted[slot] = static_cast<std::uint32_t>(i);
       }
-      if (!one_level) bp.coarse[h] = coarse;
+    });
+  }
+  const bool one_level = std::has_single_bit(levels);
+  // A single occupied level (equal radii) needs no per-body level.
+  if (one_level) {
+    bp.slevel = {};
+    bp.coarse = {};
+  } else {
+    bp.slevel.resize(n);
+    bp.coarse.resize(buckets);
+  }
+  const auto lowest = static_cast<std::uint32_t>(std::countr_zero(levels));  // the lowest occupied level
+
+  if (serial) {
+    // 3-4. The scatter, in storage order (so each bucket is in storage order),
+    //      writing the sorted copies the pair search reads as it goes.
+    std::uint32_t* const cursor = bp.bucket_start.data() + 1;
+    const std::uint32_t* const bucket = bp.bucket_scratch.data();
+    if (!one_level) std::fill(bp.coarse.begin(), bp.coarse.end(), std::uint8_t{0});
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t h = bucket[i];
+      const std::uint32_t p = cursor[h]++;
+      bp.sorted[p] = static_cast<std::uint32_t>(i);
+      bp.sx[p] = fx(i);
+      bp.sy[p] = fy(i);
+      if (!uniform) bp.se[p] = extent_of(i);
+      if (!one_level) {
+        const auto k = static_cast<std::uint8_t>(level_at(i));
+        bp.slevel[p] = k;
+        bp.coarse[h] |= k != lowest ? 1 : 0;
+      }
     }
-  });
+  } else {
+    // 4. Arrival order inside a bucket is a race: sort each bucket by storage
+    //    index, then gather the sorted copies the pair search reads.
+    const std::size_t bucket_block = 1 << 11;
+    for_blocks(buckets, bucket_block, [&](std::size_t h0, std::size_t h1, std::size_t) {
+      for (std::size_t h = h0; h < h1; ++h) {
+        const std::uint32_t begin = bp.bucket_start[h];
+        const std::uint32_t end = bp.bucket_start[h + 1];
+        if (end - begin > 1) std::sort(bp.sorted.begin() + begin, bp.sorted.begin() + end);
+        std::uint8_t coarse = 0;
+        for (std::uint32_t p = begin; p < end; ++p) {
+          const std::uint32_t i = bp.sorted[p];
+          bp.sx[p] = fx(i);
+          bp.sy[p] = fy(i);
+          if (!uniform) bp.se[p] = extent_of(i);
+          if (!one_level) {
+            const auto k = static_cast<std::uint8_t>(level_at(i));
+            bp.slevel[p] = k;
+            coarse |= k != lowest ? 1 : 0;
+          }
+        }
+        if (!one_level) bp.coarse[h] = coarse;
+      }
+    });
+  }
 
   // 5. Pair search over fixed blocks of sorted positions. With equal
   //    extents no extent is read, with a single occupied level no level.

@@ -50,6 +50,7 @@ struct BroadPhase {
   std::vector<std::uint8_t> slevel;       // sorted grid levels (empty with a single level)
   std::vector<std::uint8_t> coarse;       // per bucket: holds a body above the lowest level (empty with one)
   std::vector<std::size_t> block_size;    // pairs each search block found last time (its next reserve)
+  std::vector<std::uint32_t> bucket_scratch;  // each body's bucket, where the sort runs on one thread (small worlds)
   /// Gives back the per-body arrays (kept: block_size). A large world calls
   /// this after each search: they would otherwise sit beside the colouring
   /// at the moment memory peaks.
@@ -61,6 +62,7 @@ struct BroadPhase {
     std::vector<double>().swap(se);
     std::vector<std::uint8_t>().swap(slevel);
     std::vector<std::uint8_t>().swap(coarse);
+    std::vector<std::uint32_t>().swap(bucket_scratch);
   }
 };
 
@@ -90,6 +92,11 @@ struct BodyRange {
 /// The range of the bodies, one parallel pass.
 BodyRange body_range(std::span<const double> x, std::span<const double> y, std::span<const double> radius);
 BodyRange body_range(std::span<const float> x, std::span<const float> y, std::span<const double> radius);
+
+/// Worlds of fewer bodies than this sort them into the grid's buckets on one
+/// thread (by default 2^17); tests set it to compare the two ways, which give
+/// the same order. Returns the previous value.
+std::size_t set_serial_sort_below(std::size_t bodies);
 
 /// All pairs i < j whose extents r_i + margin and r_j + margin overlap
 /// (discs_overlap), each exactly once, in an order that depends only on the
