@@ -304,14 +304,16 @@ inline double soft_accum(double un, double gap, double accum, const Softness& sf
   return std::max(accum - (mass_scale * un + bias) - impulse_scale * accum, 0.0);
 }
 
+// Returns whether it changed anything.
 template <class V>
-inline void soft(V v, Pair p, const Contact& c, double& carried, double gap, const Softness& sf, bool use_bias,
+inline bool soft(V v, Pair p, const Contact& c, double& carried, double gap, const Softness& sf, bool use_bias,
                  const SolveContext& ctx) {
   const double accum = soft_accum(normal_velocity(v, p, c), gap, carried, sf, use_bias, ctx, c.reach);
   const double change = accum - carried;
-  if (change == 0.0) return;
+  if (change == 0.0) return false;
   carried = accum;
   push_velocity(v, p, c, change);
+  return true;
 }
 
 // The velocity passes over contacts [k0, k1) that share no body, four at a
@@ -322,21 +324,27 @@ inline void soft(V v, Pair p, const Contact& c, double& carried, double gap, con
 // gathers were slower here), the contacts transposed from their cache lines.
 enum class Pass { kWarm, kSoft, kRelaxMeasure, kRelax };
 
-// The same passes one contact at a time, in order.
+// The same passes one contact at a time, in order. Both return whether they
+// changed any velocity (run_passes stops the passes where one did not).
 template <Pass kPass, class V>
-void run_scalar(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k0, std::size_t k1,
+bool run_scalar(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k0, std::size_t k1,
                 const BodyStore& b, const SolveContext& ctx) {
+  bool changed = false;
   for (std::size_t k = k0; k < k1; ++k) {
     Contact& c = geo[k];
     const Pair p = pairs[k];
     if constexpr (kPass == Pass::kWarm) {
-      if (acc[k] > 0.0) push_velocity(v, p, c, acc[k]);
+      if (acc[k] > 0.0) {
+        push_velocity(v, p, c, acc[k]);
+        changed = true;
+      }
     } else {
       if constexpr (kPass == Pass::kRelaxMeasure)
         c.sep = (b.x[p.b] - b.x[p.a]) * c.nx + (b.y[p.b] - b.y[p.a]) * c.ny - c.reach;
-      soft(v, p, c, acc[k], c.sep, ctx.pair_soft, kPass == Pass::kSoft, ctx);
+      changed |= soft(v, p, c, acc[k], c.sep, ctx.pair_soft, kPass == Pass::kSoft, ctx);
     }
   }
+  return changed;
 }
 
 // Four contacts of one colour in lanes: their geometry, transposed from
@@ -443,7 +451,7 @@ template <class V>
 }
 
 template <Pass kPass, class V>
-[[gnu::target("avx2")]] void run_avx2(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k0,
+[[gnu::target("avx2")]] bool run_avx2(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k0,
                                       std::size_t k1, const BodyStore& b, const SolveContext& ctx) {
   const __m256d zero = _mm256_setzero_pd();
   const __m256d inv_h = _mm256_set1_pd(ctx.inv_h);
@@ -459,6 +467,7 @@ template <Pass kPass, class V>
   const __m256d stiff_least = _mm256_set1_pd(-kStiffPush * ctx.max_push);
   const double* const x = b.x.data();
   const double* const y = b.y.data();
+  bool changed = false;
   std::size_t k = k0;
   for (; k + 4 <= k1; k += 4) {
     const Quad q = load_quad(v, pairs, geo, k);
@@ -527,6 +536,7 @@ template <Pass kPass, class V>
       }
     }
     if (_mm256_movemask_pd(moves) == 0) continue;
+    changed = true;
     const __m256d da = _mm256_mul_pd(share_a, change), db = _mm256_mul_pd(share_b, change);
     _mm256_storeu_pd(acc + k, _mm256_blendv_pd(accum, fresh, moves));
     store_lanes(v, q.vp[0].a, q.vp[1].a, q.vp[2].a, q.vp[3].a,
@@ -543,7 +553,8 @@ template <Pass kPass, class V>
   // four times slower on this machine (an AMD EPYC): the pair search, the
   // velocity update, everything.
   _mm256_zeroupper();
-  run_scalar<kPass>(v, pairs, geo, acc, k, k1, b, ctx);
+  const bool tail = run_scalar<kPass>(v, pairs, geo, acc, k, k1, b, ctx);
+  return changed || tail;
 }
 
 // impact()'s test in lanes (approaching faster than the resting speed and
@@ -633,14 +644,15 @@ inline bool wall_impact(V v, Pos x, WallContact& w, const SolveContext& ctx) {
 }
 
 template <class V>
-inline void wall_soft(V v, WallContact& w, double gap, bool use_bias, const SolveContext& ctx) {
+inline bool wall_soft(V v, WallContact& w, double gap, bool use_bias, const SolveContext& ctx) {
   double& vel = wall_velocity(v, w);
   const double s = wall_sign(w.entry);
   const double accum = soft_accum(s * vel, gap, w.accum, ctx.wall_soft, use_bias, ctx);
   const double change = accum - w.accum;
-  if (change == 0.0) return;
+  if (change == 0.0) return false;
   w.accum = accum;
   vel += s * change;
+  return true;
 }
 
 // The gap to wall `entry` now (positions moved since detection).
@@ -960,15 +972,17 @@ void with_velocities(BodyStore& b, Contacts& cs, Body&& body) {
   });
 }
 
-// One pass's work on wall contact w.
+// One pass's work on wall contact w; whether it changed the velocity.
 template <Pass kPass, class V>
-inline void wall_one(V v, const BodyStore& b, WallContact& w, const SolveContext& ctx) {
+inline bool wall_one(V v, const BodyStore& b, WallContact& w, const SolveContext& ctx) {
   if constexpr (kPass == Pass::kWarm) {
-    if (w.accum > 0.0) wall_velocity(v, w) += wall_sign(w.entry) * w.accum;
+    if (!(w.accum > 0.0)) return false;
+    wall_velocity(v, w) += wall_sign(w.entry) * w.accum;
+    return true;
   } else {
     if constexpr (kPass == Pass::kRelaxMeasure) w.sep = wall_gap(b, w.entry, ctx.bounds);
     // The soft passes read the gap at detection, the relax passes the gap now.
-    wall_soft(v, w, w.sep, kPass == Pass::kSoft, ctx);
+    return wall_soft(v, w, w.sep, kPass == Pass::kSoft, ctx);
   }
 }
 
@@ -979,13 +993,14 @@ void wall_pass(V v, const BodyStore& b, std::vector<WallContact>& block, const S
 }
 
 // One pass over contacts k0..k1 of one colour (`independent`: they share no
-// body), four at a time in AVX2 lanes where the processor has them.
+// body), four at a time in AVX2 lanes where the processor has them; whether
+// it changed any velocity.
 template <Pass kPass, class V>
-void contact_run(V v, const BodyStore& b, Contacts& cs, std::size_t k0, std::size_t k1, bool independent,
+bool contact_run(V v, const BodyStore& b, Contacts& cs, std::size_t k0, std::size_t k1, bool independent,
                  const SolveContext& ctx) {
   if (independent && simd_in_use())
     return run_avx2<kPass>(v, cs.pairs.data(), cs.geometry.data(), cs.accum.data(), k0, k1, b, ctx);
-  run_scalar<kPass>(v, cs.pairs.data(), cs.geometry.data(), cs.accum.data(), k0, k1, b, ctx);
+  return run_scalar<kPass>(v, cs.pairs.data(), cs.geometry.data(), cs.accum.data(), k0, k1, b, ctx);
 }
 
 // `passes` velocity passes, the first of kind `first` and the others of kind
@@ -1015,18 +1030,28 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
   if (!cs.slotted) {
     // Not shared (few contacts, or one thread): pass after pass, the walls
     // (in parallel blocks where many), then colour by colour (a large
-    // colour's runs in parallel).
-    for (std::size_t at = 0; at < passes; ++at)
-      dispatch(at == 0 ? first : rest, [&](auto kind) {
+    // colour's runs in parallel). A pass is a function of the velocities,
+    // what the contacts carry and their gaps, and changes only the first
+    // two: one that changed nothing leaves the next pass of its kind the
+    // very state it had, so that one, and every one after it, would change
+    // nothing either (an elastic gas, whose contacts mostly leave apart or
+    // collide as impacts). So the passes stop there; the bits are the same.
+    // (Not after the warm start: the soft pass after it is another kind; the
+    // relax passes after the first compute what it did from the gaps it
+    // measured.)
+    for (std::size_t at = 0; at < passes; ++at) {
+      const Pass pass = at == 0 ? first : rest;
+      std::atomic<bool> changed{false};
+      dispatch(pass, [&](auto kind) {
         constexpr Pass kPass = decltype(kind)::value;
-        for_walls(walls, [&](WallContact& w) {
-          wall_one<kPass>(v, b, w, ctx);
-          return 0u;
-        });
+        if (for_walls(walls, [&](WallContact& w) { return wall_one<kPass>(v, b, w, ctx) ? 1u : 0u; }) != 0)
+          changed.store(true, std::memory_order_relaxed);
         for_colour_runs(cs, [&](std::size_t k0, std::size_t k1, bool independent) {
-          contact_run<kPass>(v, b, cs, k0, k1, independent, ctx);
+          if (contact_run<kPass>(v, b, cs, k0, k1, independent, ctx)) changed.store(true, std::memory_order_relaxed);
         });
       });
+      if (pass != Pass::kWarm && !changed.load(std::memory_order_relaxed)) return;
+    }
     return;
   }
   const std::uint32_t colours = cs.colours();
@@ -1168,7 +1193,14 @@ Softness make_softness(double share, double zeta, double h) {
 }
 
 void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
-  with_velocities(b, cs, [&](auto v) { relax_with(v, b, cs, walls, ctx); });
+  // Relax only takes back what contacts carry (soft_accum): where none
+  // carries anything (a gas between its impacts), its passes would change
+  // nothing, and the gaps they measure are not read again.
+  const auto carries = [](double a) { return a > 0.0; };
+  bool any = std::any_of(cs.accum.begin(), cs.accum.end(), carries);
+  for (std::size_t k = 0; !any && k < walls.blocks.size(); ++k)
+    any = std::any_of(walls.blocks[k].begin(), walls.blocks[k].end(), [](const WallContact& w) { return w.accum > 0.0; });
+  if (any) with_velocities(b, cs, [&](auto v) { relax_with(v, b, cs, walls, ctx); });
   // What each contact carries warm-starts the next substep, where it is.
   cs.warm_in_contacts = true;
   walls.warm = true;
