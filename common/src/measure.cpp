@@ -23,6 +23,7 @@ constexpr std::size_t kBlock = 8192;
 
 struct Partial {
   double ke = 0, px = 0, py = 0;
+  bool outside = false;
 };
 
 inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
@@ -32,17 +33,22 @@ inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 }
 }  // namespace
 
-void measure_energy(const BodyStore& b, StepStats& stats) {
+bool measure_energy(const BodyStore& b, StepStats& stats) {
   const std::size_t n = b.size();
   std::vector<Partial> part(block_count(n, kBlock));
   for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
     Partial s;
+    bool inside = true;
     for (std::size_t i = i0; i < i1; ++i) {
       const double m = b.m[i], vx = b.vx[i], vy = b.vy[i];
       s.ke += 0.5 * m * (vx * vx + vy * vy);
       s.px += m * vx;
       s.py += m * vy;
+      // World::step's escaper test, without a branch.
+      inside &= (std::abs(b.x[i]) <= kMaxCoordinate) & (std::abs(b.y[i]) <= kMaxCoordinate) &
+                (std::abs(vx) <= kMaxSpeed) & (std::abs(vy) <= kMaxSpeed);
     }
+    s.outside = !inside;
     part[blk] = s;
   });
   Partial t;
@@ -50,10 +56,12 @@ void measure_energy(const BodyStore& b, StepStats& stats) {
     t.ke += s.ke;
     t.px += s.px;
     t.py += s.py;
+    t.outside = t.outside || s.outside;
   }
   stats.bodies = static_cast<std::uint32_t>(n);
   stats.kinetic_energy = t.ke;
   stats.momentum = {t.px, t.py};
+  return t.outside;
 }
 
 std::uint64_t hash_state(const BodyStore& b) {

@@ -321,7 +321,10 @@ std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::u
                             std::vector<CollisionEvent>& events);
 
 /// Kinetic energy and momentum, summed per fixed block then in block order.
-void measure_energy(const BodyStore& b, StepStats& stats);
+/// Returns whether some body is past the coordinate or speed limits (or not
+/// finite): the same pass over the bodies, so that World::step looks for
+/// escapers only when there are some.
+bool measure_energy(const BodyStore& b, StepStats& stats);
 
 /// The state hash over bit patterns in id order.
 std::uint64_t hash_state(const BodyStore& b);

@@ -235,6 +235,7 @@ struct WorldState {
   }
   std::vector<CollisionEvent> events;
   std::vector<BodyId> escaped;  // removed by the last step for leaving the limits
+  bool escapers = false;        // the last step left some body past the limits (measure_energy)
 
   WorldState(const WorldConfig& c, const Params& p)
       : config(WorldConfig{std::min(c.max_bodies, kMaxBodies), c.threads, c.continuous_events_per_body,
@@ -333,7 +334,7 @@ void WorldState::step() {
 
   // 6. Stats: energy, momentum.
   auto t = Clock::now();
-  measure_energy(bodies, st);
+  escapers = measure_energy(bodies, st);
   energy_dirty = false;
   if (p.solver != Solver::kContinuous) st.candidate_pairs = discrete.pairs.count;
   st.seconds.stats = seconds_since(t);
@@ -811,6 +812,7 @@ void World::step() {
   // removes what leaves its box, so every state the world reaches is one its
   // loader accepts. Per fixed block, joined in order: ids in id order.
   s.escaped.clear();
+  if (!s.escapers) return;
   const auto& b = s.bodies;
   constexpr std::size_t kBlock = 8192;
   std::vector<std::vector<BodyId>> found(detail::block_count(b.size(), kBlock));
