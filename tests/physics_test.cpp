@@ -238,6 +238,33 @@ TEST(Physics, OverlapAtRestIsRemovedWithoutKineticEnergy) {
   EXPECT_LT(overlap, 1e-3);
 }
 
+// Lone bodies landing on the floor, no pair in sight (only wall contacts
+// carry load): each comes to rest on the floor and stays there, without
+// sinking in or creeping.
+TEST(Physics, LoneBodiesComeToRestOnTheFloor) {
+  Params p;
+  p.bounds = {true, {0.0, 0.0}, {20.0, 10.0}};
+  p.restitution = 0.5;
+  p.gravity = {0.0, -9.81};
+  World w({}, p);
+  for (int k = 0; k < 4; ++k)
+    ASSERT_TRUE(w.add_body(desc(static_cast<BodyId>(k + 1), {2.0 + 5.0 * k, 1.0 + 0.7 * k}, {0.0, -0.3 * k},
+                                0.5 + 0.1 * k, 1.0 + k)).ok());
+  // Landed by step 300 (the highest falls 3.1 m and bounces at e = 0.5);
+  // from then on each lies on the floor, still.
+  for (int s = 0; s < 600; ++s) {
+    w.step();
+    if (s < 300) continue;
+    for (int k = 0; k < 4; ++k) {
+      BodyState b;
+      ASSERT_TRUE(w.body(static_cast<BodyId>(k + 1), &b).ok());
+      ASSERT_NEAR(b.position.y, b.radius, 1e-9) << "body " << k + 1 << " step " << s;
+      ASSERT_EQ(b.position.x, 2.0 + 5.0 * k) << "body " << k + 1 << " step " << s;
+      ASSERT_LE(std::abs(b.velocity.y), 1e-9) << "body " << k + 1 << " step " << s;
+    }
+  }
+}
+
 // The event of a collision between touching bodies of radius 1 and 3: the point
 // is on both surfaces where they touch when the impulse is applied (the start
 // positions, to 1e-13: the later motion of the substep separates the bodies
