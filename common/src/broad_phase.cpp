@@ -347,6 +347,17 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
     bp.coarse.resize(buckets);
   }
   const auto lowest = static_cast<std::uint32_t>(std::countr_zero(levels));  // the lowest occupied level
+  // Body i's sorted copies at position p (what the pair search reads); 1 when
+  // it is above the lowest level (the bucket's `coarse` flag).
+  const auto copy_sorted = [&](std::uint32_t p, std::size_t i) -> std::uint8_t {
+    bp.sx[p] = fx(i);
+    bp.sy[p] = fy(i);
+    if (!uniform) bp.se[p] = extent_of(i);
+    if (one_level) return 0;
+    const auto k = static_cast<std::uint8_t>(level_at(i));
+    bp.slevel[p] = k;
+    return k != lowest ? 1 : 0;
+  };
 
   if (serial) {
     // 3-4. The scatter, in storage order (so each bucket is in storage order),
@@ -358,14 +369,8 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
       const std::uint32_t h = bucket[i];
       const std::uint32_t p = cursor[h]++;
       bp.sorted[p] = static_cast<std::uint32_t>(i);
-      bp.sx[p] = fx(i);
-      bp.sy[p] = fy(i);
-      if (!uniform) bp.se[p] = extent_of(i);
-      if (!one_level) {
-        const auto k = static_cast<std::uint8_t>(level_at(i));
-        bp.slevel[p] = k;
-        bp.coarse[h] |= k != lowest ? 1 : 0;
-      }
+      const std::uint8_t coarse = copy_sorted(p, i);
+      if (!one_level) bp.coarse[h] |= coarse;
     }
   } else {
     // 4. Arrival order inside a bucket is a race: sort each bucket by storage
@@ -377,17 +382,7 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
         const std::uint32_t end = bp.bucket_start[h + 1];
         if (end - begin > 1) std::sort(bp.sorted.begin() + begin, bp.sorted.begin() + end);
         std::uint8_t coarse = 0;
-        for (std::uint32_t p = begin; p < end; ++p) {
-          const std::uint32_t i = bp.sorted[p];
-          bp.sx[p] = fx(i);
-          bp.sy[p] = fy(i);
-          if (!uniform) bp.se[p] = extent_of(i);
-          if (!one_level) {
-            const auto k = static_cast<std::uint8_t>(level_at(i));
-            bp.slevel[p] = k;
-            coarse |= k != lowest ? 1 : 0;
-          }
-        }
+        for (std::uint32_t p = begin; p < end; ++p) coarse |= copy_sorted(p, bp.sorted[p]);
         if (!one_level) bp.coarse[h] = coarse;
       }
     });

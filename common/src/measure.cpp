@@ -44,9 +44,7 @@ bool measure_energy(const BodyStore& b, StepStats& stats) {
       s.ke += 0.5 * m * (vx * vx + vy * vy);
       s.px += m * vx;
       s.py += m * vy;
-      // World::step's escaper test, without a branch.
-      inside &= (std::abs(b.x[i]) <= kMaxCoordinate) & (std::abs(b.y[i]) <= kMaxCoordinate) &
-                (std::abs(vx) <= kMaxSpeed) & (std::abs(vy) <= kMaxSpeed);
+      inside &= within_limits(b.x[i], b.y[i], vx, vy);
     }
     s.outside = !inside;
     part[blk] = s;

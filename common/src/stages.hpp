@@ -320,6 +320,14 @@ void restitute_contacts(BodyStore& b, Contacts& contacts, double restitution, do
 std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::uint32_t substep, std::size_t cap,
                             std::vector<CollisionEvent>& events);
 
+/// Whether a body at (x, y) moving at (vx, vy) is within the coordinate and
+/// speed limits (false when any is not finite): World::step removes the
+/// others, so every state a world reaches is one its loader accepts.
+inline bool within_limits(double x, double y, double vx, double vy) {
+  return (std::abs(x) <= kMaxCoordinate) & (std::abs(y) <= kMaxCoordinate) & (std::abs(vx) <= kMaxSpeed) &
+         (std::abs(vy) <= kMaxSpeed);
+}
+
 /// Kinetic energy and momentum, summed per fixed block then in block order.
 /// Returns whether some body is past the coordinate or speed limits (or not
 /// finite): the same pass over the bodies, so that World::step looks for

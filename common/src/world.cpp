@@ -819,9 +819,7 @@ void World::step() {
   s.arena.execute([&] {
     detail::for_blocks(b.size(), kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
       for (std::size_t i = i0; i < i1; ++i)
-        if (!(std::abs(b.x[i]) <= kMaxCoordinate && std::abs(b.y[i]) <= kMaxCoordinate &&
-              std::abs(b.vx[i]) <= kMaxSpeed && std::abs(b.vy[i]) <= kMaxSpeed))
-          found[blk].push_back(b.id[i]);
+        if (!detail::within_limits(b.x[i], b.y[i], b.vx[i], b.vy[i])) found[blk].push_back(b.id[i]);
     });
   });
   for (const auto& ids : found) s.escaped.insert(s.escaped.end(), ids.begin(), ids.end());
