@@ -6,6 +6,7 @@
 #include <oneapi/tbb/global_control.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -235,6 +236,65 @@ TEST(Determinism, SimdLanesGiveTheBitsOfOneContactAtATime) {
       EXPECT_GT(copied, 150u) << "the pile's passes never worked on the velocity copy";
     }
   }
+}
+
+// Where the first impact pass fires many contacts and the velocity passes
+// are shared, the impact passes after it are shared among the threads too
+// (ImpactPass::shared in resolve.cpp). With the threshold lowered so that it
+// happens in most substeps: a compressed pile bursting apart and a crowd with
+// large balls (whose pairs fill the last, overflow colour, solved in order)
+// landing, each on 1 thread (one at a time) against 4 threads (shared), in
+// lanes and one contact at a time, after every step.
+TEST(Determinism, SharedImpactPassesGiveTheBitsOfOneThread) {
+  tbb::global_control allow{tbb::global_control::max_allowed_parallelism, 4};
+  test::PileSpec spec;
+  spec.n = 24000;
+  spec.columns = 200;
+  spec.rmin = 0.45;
+  spec.rmax = 0.55;
+  spec.pitch = 0.98;
+  Gas pile;
+  pile.bodies = test::make_pile(spec, &pile.params.bounds);
+  pile.params.gravity = {0.0, -10.0};
+  pile.params.restitution = 0.5;
+  Gas crowd;
+  crowd.params.bounds = {true, {0.0, 0.0}, {150.0, 150.0}};
+  crowd.params.gravity = {0.0, -9.81};
+  crowd.params.restitution = 0.85;
+  Rng rng(7);
+  for (int i = 0; i < 16000; ++i) {
+    BodyDesc b;
+    b.radius = (i % 97 == 0) ? 5.0 : 0.35 * std::pow(3.0, rng.uniform());
+    b.position = {rng.uniform(b.radius, 150.0 - b.radius), rng.uniform(b.radius, 150.0 - b.radius)};
+    b.velocity = {rng.uniform(-8.0, 8.0), rng.uniform(-8.0, 8.0)};
+    crowd.bodies.push_back(b);
+  }
+  const std::size_t threshold = detail::set_shared_impacts_from(64);
+  for (Gas* g : {&pile, &crowd}) {
+    g->params.solver = Solver::kDiscrete;
+    g->params.substeps = 4;
+    World one = make_world(*g, 1), lanes = make_world(*g, 4), scalar = make_world(*g, 4);
+    std::uint64_t shared = 0;
+    std::uint32_t most_rounds = 0;
+    for (int s = 0; s < 25; ++s) {
+      one.step();
+      const std::uint64_t before = detail::shared_impact_passes();
+      lanes.step();
+      shared += detail::shared_impact_passes() - before;
+      detail::allow_simd(false);
+      scalar.step();
+      detail::allow_simd(true);
+      ASSERT_EQ(one.state_hash(), lanes.state_hash()) << "first difference after step " << s + 1;
+      ASSERT_EQ(one.state_hash(), scalar.state_hash()) << "first difference after step " << s + 1;
+      ASSERT_EQ(one.stats().collisions, lanes.stats().collisions) << "step " << s + 1;
+      most_rounds = std::max(most_rounds, one.stats().rounds);
+    }
+    EXPECT_GT(shared, 50u) << "the impact passes were shared in too few substeps";
+    if (g == &crowd) {
+      EXPECT_EQ(most_rounds, detail::kColours) << "the crowd never reached the overflow colour";
+    }
+  }
+  detail::set_shared_impacts_from(threshold);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothSolvers, Determinism, testing::Values(Solver::kDiscrete, Solver::kVerlet),

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace carom::detail {
@@ -47,8 +48,15 @@ inline std::size_t block_count(std::size_t n, std::size_t block) { return (n + b
 /// everything. Each participant claims its own share of a stage's chunks first
 /// (the same share every stage, so the same contacts stay on one core), then
 /// whatever is left. Call only from inside the arena whose threads should help.
-template <class Chunks, class Fn>
-void run_stages(std::size_t stages, Chunks&& chunks, Fn&& fn) {
+/// `go(s)`, where given, is asked before stage s by every participant once
+/// every stage before s is done: false ends the run there (go must answer
+/// the same for all, from what the stages before wrote).
+struct AlwaysGo {
+  bool operator()(std::size_t) const { return true; }
+};
+template <class Chunks, class Fn, class Go = AlwaysGo>
+void run_stages(std::size_t stages, Chunks&& chunks, Fn&& fn, Go&& go = Go{}) {
+  constexpr bool kAsks = !std::is_same_v<std::decay_t<Go>, AlwaysGo>;
   std::vector<std::uint32_t> first(stages + 1, 0);
   bool any_split = false;
   for (std::size_t s = 0; s < stages; ++s) {
@@ -58,8 +66,10 @@ void run_stages(std::size_t stages, Chunks&& chunks, Fn&& fn) {
   }
   const int helpers = tbb::this_task_arena::max_concurrency() - 1;
   if (!any_split || helpers < 1) {
-    for (std::size_t s = 0; s < stages; ++s)
+    for (std::size_t s = 0; s < stages; ++s) {
+      if (kAsks && first[s + 1] != first[s] && !go(s)) return;
       for (std::uint32_t j = 0; j < first[s + 1] - first[s]; ++j) fn(s, std::size_t{j});
+    }
     return;
   }
   const auto participants = static_cast<std::size_t>(helpers) + 1;
@@ -92,8 +102,14 @@ void run_stages(std::size_t stages, Chunks&& chunks, Fn&& fn) {
       if (n == 0) continue;
       const std::size_t before = last;
       last = s;
-      if (n == 1 && t != 0) continue;  // participant 0's alone
-      if (before != stages) wait_for(before);
+      if constexpr (kAsks) {
+        if (before != stages) wait_for(before);
+        if (!go(s)) return;
+        if (n == 1 && t != 0) continue;  // participant 0's alone
+      } else {
+        if (n == 1 && t != 0) continue;  // participant 0's alone
+        if (before != stages) wait_for(before);
+      }
       const auto own0 = static_cast<std::uint32_t>(n * t / participants);
       const auto own1 = static_cast<std::uint32_t>(n * (t + 1) / participants);
       for (std::uint32_t j = own0; j < own1; ++j) take(s, j);

@@ -73,6 +73,7 @@
 #include <bit>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <numbers>
 #include <span>
 #include <type_traits>
@@ -111,8 +112,26 @@ constexpr double kStiffMax = 2.0;
 constexpr double kStiffPush = 0.6;
 constexpr std::size_t kStiffAtMost = 20;
 constexpr std::size_t kStiffFew = 64;
+// Where the velocity passes are shared (slotted), the impact passes after
+// the first are shared among the threads too (ImpactPass::shared) when the
+// first pass fired at least this many contacts: the 100k pile's landing,
+// 1.07-1.2x. Below, the colours' stages are too short for two threads to gain
+// on one (they wait for each other at every colour): the 10k pile, its
+// landing 4 000 impacts a substep, 0.98x shared at any, 1.00x with this.
+// Tests change it (set_shared_impacts_from).
+std::atomic<std::size_t> shared_impacts_from{4096};
+std::atomic<std::uint64_t> shared_impact_runs{0};
 // Bodies per parallel block when the velocities are copied (with_velocities).
 constexpr std::size_t kCopyBlock = std::size_t{1} << 16;
+
+// The chunks colour c is cut into where the passes are shared among
+// `threads` (run_passes, ImpactPass::shared): one for a small colour and the
+// overflow colour, else at least one a thread.
+std::size_t chunks_of_colour(const Contacts& cs, std::uint32_t c, std::size_t threads) {
+  const std::size_t size = cs.colour_begin[c + 1] - cs.colour_begin[c];
+  if (c == kOverflow || size < kSplitFrom) return 1;
+  return std::max(size / kLaneGrain, std::min(threads, size / (kSplitFrom / 2)));
+}
 
 // Runs fn(k0, k1, independent) for runs of contacts that together are every
 // contact, colour by colour; a colour's runs in parallel, kGrainOf contacts
@@ -597,6 +616,24 @@ template <class V, class Look>
   for (; i < n; ++i) look(ks[i]);
 }
 
+// Appends to `out` the k in [k, min(k + 32, end)) whose flag is set, in
+// order; returns how many. (Flags another thread may set meanwhile belong to
+// other colours' contacts, never these.)
+[[gnu::target("avx2")]] inline std::size_t marked_avx2(const std::uint8_t* flag, std::size_t k, std::size_t end,
+                                                       std::uint32_t* out) {
+  std::uint32_t bits = 0;
+  if (k + 32 <= end) {
+    const __m256i f = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(flag + k));
+    bits = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(f, _mm256_setzero_si256())));
+  } else {
+    for (std::size_t e = k; e < end; ++e) bits |= (flag[e] != 0 ? 1u : 0u) << (e - k);
+  }
+  std::size_t n = 0;
+  for (; bits != 0; bits &= bits - 1)
+    out[n++] = static_cast<std::uint32_t>(k + static_cast<std::size_t>(std::countr_zero(bits)));
+  return n;
+}
+
 std::atomic<bool> simd_allowed{true};
 std::atomic<bool> copy_allowed{true};
 // Tests: whether deep contacts may be stiffened (allow_deep_stiffening).
@@ -671,6 +708,10 @@ inline double wall_gap(const BodyStore& b, std::uint32_t entry, const Bounds& bo
 void allow_simd(bool allowed) { simd_allowed.store(allowed, std::memory_order_relaxed); }
 bool simd_in_use() { return kHaveAvx2 && simd_allowed.load(std::memory_order_relaxed); }
 void allow_velocity_copy(bool allowed) { copy_allowed.store(allowed, std::memory_order_relaxed); }
+std::size_t set_shared_impacts_from(std::size_t impacts) {
+  return shared_impacts_from.exchange(impacts, std::memory_order_relaxed);
+}
+std::uint64_t shared_impact_passes() { return shared_impact_runs.load(std::memory_order_relaxed); }
 std::uint64_t velocity_copies() { return copies.load(std::memory_order_relaxed); }
 void allow_deep_stiffening(bool allowed) { stiffening_allowed.store(allowed, std::memory_order_relaxed); }
 
@@ -782,10 +823,14 @@ struct ImpactPass {
         collided(cs.collided.data()),
         fired_in(cs.fired.data()) {}
 
-  // Passes 2.. through a per-body index of the contacts, or by sweeps (see
-  // below). Return the contacts that collided for the first time in them.
-  std::uint64_t cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes);
+  // Passes 2.. through a per-body index of the contacts (`share`: on every
+  // thread, see shared), or by sweeps (see below). Return the contacts that
+  // collided for the first time in them.
+  std::uint64_t cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes,
+                        bool share);
   std::uint64_t sweeps(Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes);
+  // cascade's passes shared among the threads, once its index is made.
+  std::uint64_t shared(std::size_t bodies, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes);
 };
 
 // Impact passes 2.. (see solve_contacts): the bodies stamped 1 in `fired`
@@ -793,7 +838,7 @@ struct ImpactPass {
 // time in these passes.
 template <class V>
 std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
-                                     int passes) {
+                                     int passes, bool share) {
   const std::size_t n = b.size(), nc = cs.size();
   // Each body's contacts, in contact order (a counting sort).
   auto& start = cs.by_body_start;
@@ -812,6 +857,10 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
       list[fill[pairs[k].a]++] = static_cast<std::uint32_t>(k);
       list[fill[pairs[k].b]++] = static_cast<std::uint32_t>(k);
     }
+  }
+  if (share) {
+    shared_impact_runs.fetch_add(1, std::memory_order_relaxed);
+    return shared(b.size(), cs, walls, ctx, passes);
   }
   // The contacts to look at, as bits in contact order: this pass's (`todo`)
   // and the next one's (`next`). A look at a contact that does not fire
@@ -899,6 +948,119 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
     std::swap(todo, next);
   }
   return count;
+}
+
+// cascade's passes as one run of stages (run_stages), each pass a stage for
+// the walls and one for each colour, where the colour's contacts are cut
+// among the threads as the velocity passes cut them (run_passes: each thread
+// keeps its stretch of the velocities). A colour's contacts share no body,
+// and an impact marks contacts of other colours only (the overflow colour,
+// one chunk, aside), so a colour's marks are all made when its stage starts
+// and its chunks only read them: the same contacts are looked at, in an
+// order that changes nothing (same bits). The marks are a byte a contact,
+// set by plain stores (atomic ORs on shared words cost more than the
+// threads saved), and a pass's are cleared at the start of the pass after
+// it. The run ends after a pass in which nothing fired.
+template <class V>
+std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
+                                    int passes) {
+  const std::uint32_t* const start = cs.by_body_start.data();
+  const std::uint32_t* const list = cs.by_body.data();
+  const std::size_t nc = cs.size();
+  const std::uint32_t colours = cs.colours();
+  const std::size_t per_pass = 1 + colours;
+  const std::size_t later = static_cast<std::size_t>(std::max(passes - 1, 0));
+  // Pass q (0: the second impact pass) looks at flags[q & 1] and marks for
+  // the pass after it in flags[(q + 1) & 1].
+  cs.look_now.assign(nc, 0);
+  cs.look_next.assign(nc, 0);
+  std::uint8_t* const flags[2] = {cs.look_now.data(), cs.look_next.data()};
+  const auto mark = [](std::uint8_t* f, std::uint32_t k) {
+    std::atomic_ref<std::uint8_t>(f[k]).store(1, std::memory_order_relaxed);
+  };
+  for (std::size_t i = 0; i < bodies; ++i)
+    if (fired_in[i])
+      for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) flags[0][list[e]] = 1;
+  const std::unique_ptr<std::atomic<std::uint64_t>[]> fired(new std::atomic<std::uint64_t>[later + 1]);
+  for (std::size_t q = 0; q <= later; ++q) fired[q].store(0, std::memory_order_relaxed);
+  std::atomic<std::uint64_t> first_time{0};
+  const bool lanes = simd_in_use();
+  const auto colour_chunks = [&cs, threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency())](
+                                std::uint32_t c) { return chunks_of_colour(cs, c, threads); };
+  run_stages(
+      later * per_pass,
+      [&](std::size_t s) -> std::size_t {
+        const std::size_t at = s % per_pass;
+        return at == 0 ? 1 : colour_chunks(static_cast<std::uint32_t>(at - 1));
+      },
+      [&](std::size_t s, std::size_t j) {
+        const std::size_t q = s / per_pass, at = s % per_pass;
+        const int it = static_cast<int>(q) + 1;
+        const auto stamp = static_cast<std::uint8_t>(it + 1);
+        const auto recent = static_cast<std::uint8_t>(it);  // last pass or this one
+        std::uint8_t* const now = flags[q & 1];
+        std::uint8_t* const next = flags[(q + 1) & 1];
+        std::uint64_t fires = 0, new_ones = 0;
+        const auto look = [&](std::size_t k) {
+          const Pair p = pairs[k];
+          const bool before = collided[k] != 0;
+          if (!impact(v, pos, p, geo[k], collided[k], ctx)) return;
+          ++fires;
+          if (!before) ++new_ones;
+          for (const std::uint32_t i : {p.a, p.b}) {
+            fired_in[i] = stamp;
+            for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) {
+              const std::uint32_t other = list[e];
+              if (other != k) mark(other > k ? now : next, other);
+            }
+          }
+        };
+        if (at == 0) {
+          // The walls, on this thread, after the last pass's marks are
+          // cleared (every stage of that pass is done).
+          if (q > 0) std::fill(next, next + nc, std::uint8_t{0});
+          for (auto& block : walls.blocks)
+            for (WallContact& w : block) {
+              const std::uint32_t i = w.entry >> 2;
+              if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) continue;
+              ++fires;
+              fired_in[i] = stamp;
+              for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) mark(now, list[e]);
+            }
+        } else {
+          const auto c = static_cast<std::uint32_t>(at - 1);
+          const std::size_t c0 = cs.colour_begin[c], size = cs.colour_begin[c + 1] - c0;
+          const std::size_t n = colour_chunks(c);
+          const std::size_t k0 = c0 + size * j / n, k1 = c0 + size * (j + 1) / n;
+          if (c == kOverflow || !lanes) {
+            // The overflow colour's contacts may share bodies: an impact
+            // may mark a later one of its own, which this scan then meets.
+            for (std::size_t k = k0; k < k1; ++k)
+              if (std::atomic_ref<std::uint8_t>(now[k]).load(std::memory_order_relaxed) != 0) look(k);
+          } else {
+            // The marked contacts, a batch at a time, in order.
+            constexpr std::size_t kBatch = 256;
+            std::uint32_t batch[kBatch + 32];
+            std::size_t held = 0;
+            for (std::size_t k = k0; k < k1;) {
+              held += marked_avx2(now, k, k1, batch + held);
+              k = std::min(k1, k + 32);
+              if (held >= kBatch || k == k1) {
+                may_fire_list_avx2(v, pairs, geo, batch, held, ctx, look);
+                held = 0;
+              }
+            }
+          }
+        }
+        if (fires) fired[q].fetch_add(fires, std::memory_order_relaxed);
+        if (new_ones) first_time.fetch_add(new_ones, std::memory_order_relaxed);
+      },
+      [&](std::size_t s) {
+        // A pass after one in which nothing fired would look at nothing.
+        const std::size_t q = s / per_pass;
+        return s % per_pass != 0 || q == 0 || fired[q - 1].load(std::memory_order_relaxed) != 0;
+      });
+  return first_time.load(std::memory_order_relaxed);
 }
 
 // The same passes as cascade, each a sweep over every contact colour by
@@ -1059,12 +1221,8 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
   for (const auto& block : walls.blocks) wall_total += block.size();
   const bool wall_blocks = wall_total >= 2 * kGrain;
   const std::size_t per_pass = 1 + colours;
-  const auto threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
-  const auto colour_chunks = [&](std::uint32_t c) -> std::size_t {
-    const std::size_t size = cs.colour_begin[c + 1] - cs.colour_begin[c];
-    if (c == kOverflow || size < kSplitFrom) return 1;
-    return std::max(size / kLaneGrain, std::min(threads, size / (kSplitFrom / 2)));
-  };
+  const auto colour_chunks = [&cs, threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency())](
+                                std::uint32_t c) { return chunks_of_colour(cs, c, threads); };
   run_stages(
       passes * per_pass,
       [&](std::size_t s) -> std::size_t {
@@ -1142,9 +1300,13 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
     count += first_time.load(std::memory_order_relaxed);
     const std::uint64_t fired = walls_fired + first_time.load(std::memory_order_relaxed);
     // The index costs a pass over the bodies: worth it where contacts are
-    // many beside them (a pile), not in a gas.
+    // many beside them (a pile), not in a gas; and wherever the passes are
+    // shared (the 100k pile's landing, its contacts under a quarter of its
+    // bodies, where sweeps forked for every colour of every pass).
+    const bool share = cs.slotted && fired >= shared_impacts_from.load(std::memory_order_relaxed);
     if (fired != 0 && kImpactPasses > 1)
-      count += 4 * cs.size() >= b.size() ? ImpactPass<V>(v, b, cs).cascade(b, cs, walls, ctx, kImpactPasses)
+      count += share || 4 * cs.size() >= b.size()
+                   ? ImpactPass<V>(v, b, cs).cascade(b, cs, walls, ctx, kImpactPasses, share)
                                          : ImpactPass<V>(v, b, cs).sweeps(cs, walls, ctx, kImpactPasses);
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).

@@ -118,6 +118,9 @@ struct Contacts {
   std::vector<std::uint32_t> by_body_start, by_body, by_body_fill;
   std::vector<std::uint32_t> marked;  // scratch: a colour's contacts to look at in an impact pass
   std::vector<std::uint64_t> todo, todo_next;
+  // The same as bytes, where the passes are shared among threads (a mark is
+  // a plain store, not an atomic OR of a word two threads may write).
+  std::vector<std::uint8_t> look_now, look_next;
   // Scratch: the velocities the solver works on where contacts are many,
   // (vx, vy) of the body at slot s at [2s, 2s + 1] (slots(); storage indices
   // when it is empty; resolve.cpp, with_velocities).
@@ -290,6 +293,13 @@ bool simd_in_use();
 /// between steps only.
 void allow_velocity_copy(bool allowed);
 std::uint64_t velocity_copies();
+/// The first impact pass's impacts from which the later impact passes are
+/// shared among the threads, where the velocity passes are (resolve.cpp,
+/// ImpactPass::shared); returns the last value. How many substeps have
+/// shared them since the program started. Same bits either way; tests check
+/// that. Call between steps only.
+std::size_t set_shared_impacts_from(std::size_t impacts);
+std::uint64_t shared_impact_passes();
 /// Whether the discrete solver may stiffen deep contacts (deep_softness in
 /// resolve.cpp; the default), so tests can set a pile beside the one spring.
 /// Call between steps only.
