@@ -28,13 +28,13 @@ struct Gas {
 
 // About 3000 bodies of mixed radii, fast, in a walled box, slightly
 // inelastic, under some gravity: many collisions every step.
-Gas make_gas_scene(Solver solver, std::uint32_t n = 3000) {
+Gas make_gas_scene(Solver solver, std::uint32_t n = 3000, double rmin = 0.2, double spacing = 1.6) {
   test::GasSpec spec;
   spec.n = n;
-  spec.rmin = 0.2;
+  spec.rmin = rmin;
   spec.rmax = 0.7;
   spec.speed = 8.0;
-  spec.spacing = 1.6;
+  spec.spacing = spacing;
   spec.seed = 42;
   Gas g;
   g.bodies = test::make_gas(spec, &g.params.bounds);
@@ -243,8 +243,9 @@ TEST(Determinism, SimdLanesGiveTheBitsOfOneContactAtATime) {
 // (ImpactPass::shared in resolve.cpp). With the threshold lowered so that it
 // happens in most substeps: a compressed pile bursting apart and a crowd with
 // large balls (whose pairs fill the last, overflow colour, solved in order)
-// landing, each on 1 thread (one at a time) against 4 threads (shared), in
-// lanes and one contact at a time, after every step.
+// landing, and a gas whose later passes are sweeps, each on 1 thread (one at
+// a time) against 4 threads (shared), in lanes and one contact at a time,
+// after every step.
 TEST(Determinism, SharedImpactPassesGiveTheBitsOfOneThread) {
   tbb::global_control allow{tbb::global_control::max_allowed_parallelism, 4};
   test::PileSpec spec;
@@ -269,13 +270,17 @@ TEST(Determinism, SharedImpactPassesGiveTheBitsOfOneThread) {
     b.velocity = {rng.uniform(-8.0, 8.0), rng.uniform(-8.0, 8.0)};
     crowd.bodies.push_back(b);
   }
+  // A gas whose contacts are fewer than a quarter of its bodies: its later
+  // passes are sweeps, shared the same way.
+  Gas gas = make_gas_scene(Solver::kDiscrete, 60000, 0.4, 1.45);
   const std::size_t threshold = detail::set_shared_impacts_from(64);
-  for (Gas* g : {&pile, &crowd}) {
+  for (Gas* g : {&pile, &crowd, &gas}) {
     g->params.solver = Solver::kDiscrete;
     g->params.substeps = 4;
     World one = make_world(*g, 1), lanes = make_world(*g, 4), scalar = make_world(*g, 4);
     std::uint64_t shared = 0;
     std::uint32_t most_rounds = 0;
+    int swept = 0;
     for (int s = 0; s < 25; ++s) {
       one.step();
       const std::uint64_t before = detail::shared_impact_passes();
@@ -288,6 +293,13 @@ TEST(Determinism, SharedImpactPassesGiveTheBitsOfOneThread) {
       ASSERT_EQ(one.state_hash(), scalar.state_hash()) << "first difference after step " << s + 1;
       ASSERT_EQ(one.stats().collisions, lanes.stats().collisions) << "step " << s + 1;
       most_rounds = std::max(most_rounds, one.stats().rounds);
+      // Substeps of the gas with contacts enough to share the passes and
+      // under a quarter of the bodies (sweeps, not the per-body index).
+      const std::uint64_t per_substep = one.stats().contacts / 4;
+      swept += per_substep >= detail::kSharedPassesFrom && 4 * per_substep < g->bodies.size() ? 1 : 0;
+    }
+    if (g == &gas) {
+      EXPECT_GE(swept, 20) << "the gas's later impact passes were not sweeps shared among the threads";
     }
     EXPECT_GT(shared, 50u) << "the impact passes were shared in too few substeps";
     if (g == &crowd) {

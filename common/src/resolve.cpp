@@ -114,8 +114,10 @@ constexpr std::size_t kStiffAtMost = 20;
 constexpr std::size_t kStiffFew = 64;
 // Where the velocity passes are shared (slotted), the impact passes after
 // the first are shared among the threads too (ImpactPass::shared) when the
-// first pass fired at least this many contacts: the 100k pile's landing,
-// 1.07-1.2x. Below, the colours' stages are too short for two threads to gain
+// first pass fired at least this many contacts: the 100k pile 1.16x over
+// 500 steps (its landing, contacts under a quarter of the bodies: the sweeps
+// forked for every colour of every pass), the 1M gas 1.02x. Below, the
+// colours' stages are too short for two threads to gain
 // on one (they wait for each other at every colour): the 10k pile, its
 // landing 4 000 impacts a substep, 0.98x shared at any, 1.00x with this.
 // Tests change it (set_shared_impacts_from).
@@ -830,7 +832,9 @@ struct ImpactPass {
                         bool share);
   std::uint64_t sweeps(Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes);
   // cascade's passes shared among the threads, once its index is made.
-  std::uint64_t shared(std::size_t bodies, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes);
+  // (`indexed`; else sweeps' passes, shared the same way.)
+  std::uint64_t shared(std::size_t bodies, Contacts& cs, WallContacts& walls, const SolveContext& ctx, int passes,
+                       bool indexed);
 };
 
 // Impact passes 2.. (see solve_contacts): the bodies stamped 1 in `fired`
@@ -858,10 +862,7 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
       list[fill[pairs[k].b]++] = static_cast<std::uint32_t>(k);
     }
   }
-  if (share) {
-    shared_impact_runs.fetch_add(1, std::memory_order_relaxed);
-    return shared(b.size(), cs, walls, ctx, passes);
-  }
+  if (share) return shared(b.size(), cs, walls, ctx, passes, true);
   // The contacts to look at, as bits in contact order: this pass's (`todo`)
   // and the next one's (`next`). A look at a contact that does not fire
   // changes nothing, and a contact can only start to fire once a body of it
@@ -960,10 +961,13 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
 // order that changes nothing (same bits). The marks are a byte a contact,
 // set by plain stores (atomic ORs on shared words cost more than the
 // threads saved), and a pass's are cleared at the start of the pass after
-// it. The run ends after a pass in which nothing fired.
+// it. The run ends after a pass in which nothing fired. Not `indexed`:
+// sweeps' passes instead (no marks, no index), each colour's chunk looking at
+// its contacts with a body changed last pass or this one.
 template <class V>
 std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
-                                    int passes) {
+                                    int passes, bool indexed) {
+  shared_impact_runs.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t* const start = cs.by_body_start.data();
   const std::uint32_t* const list = cs.by_body.data();
   const std::size_t nc = cs.size();
@@ -971,14 +975,14 @@ std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContac
   const std::size_t per_pass = 1 + colours;
   const std::size_t later = static_cast<std::size_t>(std::max(passes - 1, 0));
   // Pass q (0: the second impact pass) looks at flags[q & 1] and marks for
-  // the pass after it in flags[(q + 1) & 1].
-  cs.look_now.assign(nc, 0);
-  cs.look_next.assign(nc, 0);
+  // the pass after it in flags[(q + 1) & 1] (indexed).
+  cs.look_now.assign(indexed ? nc : 0, 0);
+  cs.look_next.assign(indexed ? nc : 0, 0);
   std::uint8_t* const flags[2] = {cs.look_now.data(), cs.look_next.data()};
   const auto mark = [](std::uint8_t* f, std::uint32_t k) {
     std::atomic_ref<std::uint8_t>(f[k]).store(1, std::memory_order_relaxed);
   };
-  for (std::size_t i = 0; i < bodies; ++i)
+  for (std::size_t i = 0; indexed && i < bodies; ++i)
     if (fired_in[i])
       for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) flags[0][list[e]] = 1;
   const std::unique_ptr<std::atomic<std::uint64_t>[]> fired(new std::atomic<std::uint64_t>[later + 1]);
@@ -1009,6 +1013,7 @@ std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContac
           if (!before) ++new_ones;
           for (const std::uint32_t i : {p.a, p.b}) {
             fired_in[i] = stamp;
+            if (!indexed) continue;
             for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) {
               const std::uint32_t other = list[e];
               if (other != k) mark(other > k ? now : next, other);
@@ -1018,21 +1023,26 @@ std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContac
         if (at == 0) {
           // The walls, on this thread, after the last pass's marks are
           // cleared (every stage of that pass is done).
-          if (q > 0) std::fill(next, next + nc, std::uint8_t{0});
+          if (indexed && q > 0) std::fill(next, next + nc, std::uint8_t{0});
           for (auto& block : walls.blocks)
             for (WallContact& w : block) {
               const std::uint32_t i = w.entry >> 2;
               if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) continue;
               ++fires;
               fired_in[i] = stamp;
-              for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) mark(now, list[e]);
+              if (indexed)
+                for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) mark(now, list[e]);
             }
         } else {
           const auto c = static_cast<std::uint32_t>(at - 1);
           const std::size_t c0 = cs.colour_begin[c], size = cs.colour_begin[c + 1] - c0;
           const std::size_t n = colour_chunks(c);
           const std::size_t k0 = c0 + size * j / n, k1 = c0 + size * (j + 1) / n;
-          if (c == kOverflow || !lanes) {
+          if (!indexed) {
+            // A sweep: the contacts with a body changed last pass or this one.
+            for (std::size_t k = k0; k < k1; ++k)
+              if (fired_in[pairs[k].a] >= recent || fired_in[pairs[k].b] >= recent) look(k);
+          } else if (c == kOverflow || !lanes) {
             // The overflow colour's contacts may share bodies: an impact
             // may mark a later one of its own, which this scan then meets.
             for (std::size_t k = k0; k < k1; ++k)
@@ -1300,14 +1310,19 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
     count += first_time.load(std::memory_order_relaxed);
     const std::uint64_t fired = walls_fired + first_time.load(std::memory_order_relaxed);
     // The index costs a pass over the bodies: worth it where contacts are
-    // many beside them (a pile), not in a gas; and wherever the passes are
-    // shared (the 100k pile's landing, its contacts under a quarter of its
-    // bodies, where sweeps forked for every colour of every pass).
+    // many beside them (a pile), not in a gas. Where the passes are shared,
+    // either runs as one run of stages (ImpactPass::shared), not a fork per
+    // colour of every pass.
     const bool share = cs.slotted && fired >= shared_impacts_from.load(std::memory_order_relaxed);
-    if (fired != 0 && kImpactPasses > 1)
-      count += share || 4 * cs.size() >= b.size()
-                   ? ImpactPass<V>(v, b, cs).cascade(b, cs, walls, ctx, kImpactPasses, share)
-                                         : ImpactPass<V>(v, b, cs).sweeps(cs, walls, ctx, kImpactPasses);
+    if (fired != 0 && kImpactPasses > 1) {
+      ImpactPass<V> later(v, b, cs);
+      if (4 * cs.size() >= b.size()) {
+        count += later.cascade(b, cs, walls, ctx, kImpactPasses, share);
+      } else {
+        count += share ? later.shared(b.size(), cs, walls, ctx, kImpactPasses, false)
+                       : later.sweeps(cs, walls, ctx, kImpactPasses);
+      }
+    }
   }
   // 2. Warm start (accum holds last substep's value since the narrow phase).
   // 3. Soft passes with bias, at the gaps of detection (positions have not moved).
