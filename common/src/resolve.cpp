@@ -825,6 +825,42 @@ struct ImpactPass {
         collided(cs.collided.data()),
         fired_in(cs.fired.data()) {}
 
+  // A later pass's look at contact k: where it fires, its bodies are
+  // stamped and, given the per-body index (start, list), others(j) is
+  // called for every other contact j of either body. Returns 0 (it did not
+  // fire), 1, or 2 (it fired, and had not collided yet this substep).
+  template <class Others>
+  int look_at(std::size_t k, std::uint8_t stamp, const SolveContext& ctx, const std::uint32_t* start,
+              const std::uint32_t* list, Others&& others) {
+    const Pair p = pairs[k];
+    const bool before = collided[k] != 0;
+    if (!impact(v, pos, p, geo[k], collided[k], ctx)) return 0;
+    for (const std::uint32_t i : {p.a, p.b}) {
+      fired_in[i] = stamp;
+      if (start == nullptr) continue;
+      for (std::uint32_t e = start[i]; e < start[i + 1]; ++e)
+        if (list[e] != k) others(list[e]);
+    }
+    return before ? 1 : 2;
+  }
+  // A later pass's walls, in order: those of bodies changed last pass or
+  // this one; mark_all(i) for each body i an impact changed. Returns the
+  // impacts.
+  template <class MarkAll>
+  std::uint64_t wall_looks(WallContacts& walls, std::uint8_t recent, std::uint8_t stamp, const SolveContext& ctx,
+                           MarkAll&& mark_all) {
+    std::uint64_t fires = 0;
+    for (auto& block : walls.blocks)
+      for (WallContact& w : block) {
+        const std::uint32_t i = w.entry >> 2;
+        if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) continue;
+        ++fires;
+        fired_in[i] = stamp;
+        mark_all(i);
+      }
+    return fires;
+  }
+
   // Passes 2.. through a per-body index of the contacts (`share`: on every
   // thread, see shared), or by sweeps (see below). Return the contacts that
   // collided for the first time in them.
@@ -889,29 +925,13 @@ std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& w
   for (int it = 1; it < passes; ++it) {
     const auto stamp = static_cast<std::uint8_t>(it + 1);
     const auto recent = static_cast<std::uint8_t>(it);  // last pass or this one
-    std::uint64_t fired = 0;
     // Walls come first in a pass: a body they change has every contact looked at.
-    for (auto& block : walls.blocks)
-      for (WallContact& w : block) {
-        const std::uint32_t i = w.entry >> 2;
-        if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) continue;
-        ++fired;
-        fired_in[i] = stamp;
-        mark_all(i);
-      }
+    std::uint64_t fired = wall_looks(walls, recent, stamp, ctx, mark_all);
     const auto look = [&](std::size_t k) {
-      const Pair p = pairs[k];
-      const bool before = collided[k] != 0;
-      if (!impact(v, pos, p, geo[k], collided[k], ctx)) return;
-      ++fired;
-      if (!before) ++count;
-      for (const std::uint32_t i : {p.a, p.b}) {
-        fired_in[i] = stamp;
-        for (std::uint32_t q = start[i]; q < start[i + 1]; ++q) {
-          const std::uint32_t j = list[q];
-          if (j != k) mark(j > k ? todo : next, j);
-        }
-      }
+      const int fire = look_at(k, stamp, ctx, start.data(), list.data(),
+                               [&](std::uint32_t j) { mark(j > k ? todo : next, j); });
+      fired += fire != 0 ? 1 : 0;
+      count += fire == 2 ? 1 : 0;
     };
     // Colour by colour: an impact marks contacts of later colours only (a
     // colour's contacts share no body), so a colour's marked contacts are
@@ -1006,33 +1026,19 @@ std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContac
         std::uint8_t* const next = flags[(q + 1) & 1];
         std::uint64_t fires = 0, new_ones = 0;
         const auto look = [&](std::size_t k) {
-          const Pair p = pairs[k];
-          const bool before = collided[k] != 0;
-          if (!impact(v, pos, p, geo[k], collided[k], ctx)) return;
-          ++fires;
-          if (!before) ++new_ones;
-          for (const std::uint32_t i : {p.a, p.b}) {
-            fired_in[i] = stamp;
-            if (!indexed) continue;
-            for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) {
-              const std::uint32_t other = list[e];
-              if (other != k) mark(other > k ? now : next, other);
-            }
-          }
+          const int fire = look_at(k, stamp, ctx, indexed ? start : nullptr, list,
+                                   [&](std::uint32_t other) { mark(other > k ? now : next, other); });
+          fires += fire != 0 ? 1 : 0;
+          new_ones += fire == 2 ? 1 : 0;
         };
         if (at == 0) {
           // The walls, on this thread, after the last pass's marks are
           // cleared (every stage of that pass is done).
           if (indexed && q > 0) std::fill(next, next + nc, std::uint8_t{0});
-          for (auto& block : walls.blocks)
-            for (WallContact& w : block) {
-              const std::uint32_t i = w.entry >> 2;
-              if (fired_in[i] < recent || !wall_impact(v, pos, w, ctx)) continue;
-              ++fires;
-              fired_in[i] = stamp;
-              if (indexed)
-                for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) mark(now, list[e]);
-            }
+          fires += wall_looks(walls, recent, stamp, ctx, [&](std::uint32_t i) {
+            if (indexed)
+              for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) mark(now, list[e]);
+          });
         } else {
           const auto c = static_cast<std::uint32_t>(at - 1);
           const std::size_t c0 = cs.colour_begin[c], size = cs.colour_begin[c + 1] - c0;
@@ -1092,13 +1098,10 @@ std::uint64_t ImpactPass<V>::sweeps(Contacts& cs, WallContacts& walls, const Sol
           return 1u;
         }) +
         for_colours(cs, [&](std::size_t k) -> std::uint32_t {
-          const Pair p = pairs[k];
-          if (fired_in[p.a] < recent && fired_in[p.b] < recent) return 0u;
-          const bool before = collided[k] != 0;
-          if (!impact(v, pos, p, geo[k], collided[k], ctx)) return 0u;
-          fired_in[p.a] = fired_in[p.b] = stamp;
-          if (!before) first_time.fetch_add(1, std::memory_order_relaxed);
-          return 1u;
+          if (fired_in[pairs[k].a] < recent && fired_in[pairs[k].b] < recent) return 0u;
+          const int fire = look_at(k, stamp, ctx, nullptr, nullptr, [](std::uint32_t) {});
+          if (fire == 2) first_time.fetch_add(1, std::memory_order_relaxed);
+          return fire != 0 ? 1u : 0u;
         });
     count += first_time.load(std::memory_order_relaxed);
     if (fired == 0) break;
