@@ -77,6 +77,7 @@
 #include <numbers>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "parallel.hpp"
@@ -126,14 +127,25 @@ std::atomic<std::uint64_t> shared_impact_runs{0};
 // Bodies per parallel block when the velocities are copied (with_velocities).
 constexpr std::size_t kCopyBlock = std::size_t{1} << 16;
 
-// The chunks colour c is cut into where the passes are shared among
-// `threads` (run_passes, ImpactPass::shared): one for a small colour and the
-// overflow colour, else at least one a thread.
-std::size_t chunks_of_colour(const Contacts& cs, std::uint32_t c, std::size_t threads) {
-  const std::size_t size = cs.colour_begin[c + 1] - cs.colour_begin[c];
-  if (c == kOverflow || size < kSplitFrom) return 1;
-  return std::max(size / kLaneGrain, std::min(threads, size / (kSplitFrom / 2)));
-}
+// How each colour is cut into chunks where the passes are shared among the
+// arena's threads: the velocity passes (run_passes) and the shared impact
+// passes (ImpactPass::shared) cut alike, so a thread's chunk of a colour
+// touches the same stretch of the velocity copy in both. One chunk for a
+// small colour and the overflow colour, else at least one a thread.
+struct ColourChunks {
+  const Contacts& cs;
+  std::size_t threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
+  std::size_t count(std::uint32_t c) const {
+    const std::size_t size = cs.colour_begin[c + 1] - cs.colour_begin[c];
+    if (c == kOverflow || size < kSplitFrom) return 1;
+    return std::max(size / kLaneGrain, std::min(threads, size / (kSplitFrom / 2)));
+  }
+  // Chunk j's contacts [first, second).
+  std::pair<std::size_t, std::size_t> range(std::uint32_t c, std::size_t j) const {
+    const std::size_t c0 = cs.colour_begin[c], size = cs.colour_begin[c + 1] - c0, n = count(c);
+    return {c0 + size * j / n, c0 + size * (j + 1) / n};
+  }
+};
 
 // Runs fn(k0, k1, independent) for runs of contacts that together are every
 // contact, colour by colour; a colour's runs in parallel, kGrainOf contacts
@@ -1009,13 +1021,12 @@ std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContac
   for (std::size_t q = 0; q <= later; ++q) fired[q].store(0, std::memory_order_relaxed);
   std::atomic<std::uint64_t> first_time{0};
   const bool lanes = simd_in_use();
-  const auto colour_chunks = [&cs, threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency())](
-                                std::uint32_t c) { return chunks_of_colour(cs, c, threads); };
+  const ColourChunks chunks{cs};
   run_stages(
       later * per_pass,
       [&](std::size_t s) -> std::size_t {
         const std::size_t at = s % per_pass;
-        return at == 0 ? 1 : colour_chunks(static_cast<std::uint32_t>(at - 1));
+        return at == 0 ? 1 : chunks.count(static_cast<std::uint32_t>(at - 1));
       },
       [&](std::size_t s, std::size_t j) {
         const std::size_t q = s / per_pass, at = s % per_pass;
@@ -1041,9 +1052,7 @@ std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContac
           });
         } else {
           const auto c = static_cast<std::uint32_t>(at - 1);
-          const std::size_t c0 = cs.colour_begin[c], size = cs.colour_begin[c + 1] - c0;
-          const std::size_t n = colour_chunks(c);
-          const std::size_t k0 = c0 + size * j / n, k1 = c0 + size * (j + 1) / n;
+          const auto [k0, k1] = chunks.range(c, j);
           if (!indexed) {
             // A sweep: the contacts with a body changed last pass or this one.
             for (std::size_t k = k0; k < k1; ++k)
@@ -1234,14 +1243,13 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
   for (const auto& block : walls.blocks) wall_total += block.size();
   const bool wall_blocks = wall_total >= 2 * kGrain;
   const std::size_t per_pass = 1 + colours;
-  const auto colour_chunks = [&cs, threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency())](
-                                std::uint32_t c) { return chunks_of_colour(cs, c, threads); };
+  const ColourChunks chunks{cs};
   run_stages(
       passes * per_pass,
       [&](std::size_t s) -> std::size_t {
         const std::size_t at = s % per_pass;
         if (at == 0) return wall_blocks ? walls.blocks.size() : 1;
-        return colour_chunks(static_cast<std::uint32_t>(at - 1));
+        return chunks.count(static_cast<std::uint32_t>(at - 1));
       },
       [&](std::size_t s, std::size_t j) {
         const std::size_t at = s % per_pass;
@@ -1254,12 +1262,8 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
           return;
         }
         const auto c = static_cast<std::uint32_t>(at - 1);
-        const std::size_t k0 = cs.colour_begin[c], size = cs.colour_begin[c + 1] - k0;
-        const std::size_t n = colour_chunks(c);
-        dispatch(pass, [&](auto kind) {
-          contact_run<decltype(kind)::value>(v, b, cs, k0 + size * j / n, k0 + size * (j + 1) / n, c != kOverflow,
-                                             ctx);
-        });
+        const auto [k0, k1] = chunks.range(c, j);
+        dispatch(pass, [&](auto kind) { contact_run<decltype(kind)::value>(v, b, cs, k0, k1, c != kOverflow, ctx); });
       });
 }
 
