@@ -1052,7 +1052,8 @@ std::uint64_t ImpactPass<V>::shared(std::size_t bodies, Contacts& cs, WallContac
           });
         } else {
           const auto c = static_cast<std::uint32_t>(at - 1);
-          const auto [k0, k1] = chunks.range(c, j);
+          const std::pair<std::size_t, std::size_t> chunk = chunks.range(c, j);
+          const std::size_t k0 = chunk.first, k1 = chunk.second;
           if (!indexed) {
             // A sweep: the contacts with a body changed last pass or this one.
             for (std::size_t k = k0; k < k1; ++k)
@@ -1262,7 +1263,8 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
           return;
         }
         const auto c = static_cast<std::uint32_t>(at - 1);
-        const auto [k0, k1] = chunks.range(c, j);
+        const std::pair<std::size_t, std::size_t> chunk = chunks.range(c, j);
+        const std::size_t k0 = chunk.first, k1 = chunk.second;
         dispatch(pass, [&](auto kind) { contact_run<decltype(kind)::value>(v, b, cs, k0, k1, c != kOverflow, ctx); });
       });
 }
