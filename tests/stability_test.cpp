@@ -155,21 +155,42 @@ TEST(PileAtRest, ASettledPileStaysPut) {
     ke_max = std::max(ke_max, w.stats().kinetic_energy);
   }
   const BodiesView v = w.bodies();
-  std::vector<double> moved(v.size());
-  double drift_x = 0.0;
+  // Rattlers on the floor: a body on the floor that nothing rests on (every
+  // body above it clear of it) is held by the floor alone, and a
+  // frictionless floor lets it slide about its cage at mm/s (it kept what
+  // settling left it). Physics, not creep: they count for the largest
+  // move only.
+  std::vector<bool> rattler(v.size(), false);
+  std::size_t rattlers = 0;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    moved[i] = std::hypot(v.x[i] - x0[i], v.y[i] - y0[i]) / v.radius[i];
+    if (y0[i] - v.radius[i] > box.min.y + 1e-3 * v.radius[i]) continue;
+    bool loaded = false;
+    for (std::size_t j = 0; j < v.size() && !loaded; ++j)
+      loaded = y0[j] > y0[i] + 0.5 * v.radius[i] &&
+               std::hypot(x0[j] - x0[i], y0[j] - y0[i]) < v.radius[i] + v.radius[j];
+    rattler[i] = !loaded;
+    rattlers += loaded ? 0 : 1;
+  }
+  std::vector<double> moved;
+  double drift_x = 0.0, moved_max = 0.0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double m = std::hypot(v.x[i] - x0[i], v.y[i] - y0[i]) / v.radius[i];
+    moved_max = std::max(moved_max, m);
+    if (!rattler[i]) moved.push_back(m);
     drift_x += (v.x[i] - x0[i]) / static_cast<double>(v.size());
   }
   std::sort(moved.begin(), moved.end());
-  const double moved_max = moved.back(), moved_p999 = moved[moved.size() * 999 / 1000];
-  std::printf("  most moved %.3g radii (99.9th percentile %.3g), mean sideways drift %.3g m, peak KE %.3g J over "
-              "1000 steps\n",
-              moved_max, moved_p999, drift_x, ke_max);
-  // The bulk does not creep. (Without friction a body on the surface may
-  // still slide along a slight slope, a few mm/s and slowing: physics.)
+  const double moved_p999 = moved[moved.size() * 999 / 1000];
+  std::printf("  most moved %.3g radii (99.9th percentile of the %zu bodies that are not rattlers on the floor %.3g; "
+              "%zu rattlers), mean sideways drift %.3g m, peak KE %.3g J over 1000 steps\n",
+              moved_max, moved.size(), moved_p999, rattlers, drift_x, ke_max);
+  // The bulk does not creep (its 99.9th percentile 2e-5 and 9e-5 r in two
+  // realizations, measured 2026-11-28, where the floor's 9 and 14 rattlers
+  // moved up to 0.22 and 0.10 r; with them the percentile had been 0.026
+  // and 0.064 r).
+  EXPECT_LT(rattlers, v.size() / 100) << "a pile with so many loose bodies on its floor has not settled";
   EXPECT_LT(moved[moved.size() / 2], 1e-3) << "the pile creeps";
-  EXPECT_LT(moved_p999, 0.03) << "the pile creeps";
+  EXPECT_LT(moved_p999, 0.005) << "the pile creeps";
   EXPECT_LT(moved_max, 0.25) << "a body crept " << moved_max << " radii";
   EXPECT_LT(std::abs(drift_x), 1e-3);
   // Boiling: 3000 bodies of ~0.8 kg at 1 cm/s would hold 0.12 J.
