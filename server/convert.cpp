@@ -202,6 +202,7 @@ void save_world(const World& world, double tick_hz, v1::SavedWorld* out) {
   // again world differ from the first save.
   if (!solver.anchor_x.empty()) s->set_skin(solver.skin);
   s->mutable_anchor_skin()->Assign(solver.anchor_skin.begin(), solver.anchor_skin.end());
+  s->set_contact_colours(solver.contact_colours);
   out->set_state_hash(world.state_hash());
 }
 
@@ -266,6 +267,7 @@ Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double
   state.anchor_y.assign(solver.anchor_y().begin(), solver.anchor_y().end());
   state.skin = solver.skin();
   state.anchor_skin.assign(solver.anchor_skin().begin(), solver.anchor_skin().end());
+  state.contact_colours = solver.contact_colours();
   if (Status st = world.restore_solver_state(state); !st.ok()) return saved_solver_status(st);
 
   if (saved.state_hash() != 0 && world.state_hash() != saved.state_hash()) {

@@ -446,7 +446,7 @@ TEST(PairAnchors, SkinsPerBodyKeepEveryPairThatComesWithinReach) {
   }
   detail::PairAnchors anchors;
   anchors.begin_step(n);
-  detail::BodyRange range = anchors.anchor(b, dt, held);
+  detail::BodyRange range = anchors.anchor(b, dt, held, false);
   const double rmin = range.rmin, speculative = 0.1 * rmin;
   ASSERT_EQ(anchors.body_skin().size(), n) << "held bodies slower than the fastest get their own skins";
   std::size_t smaller = 0;

@@ -472,6 +472,7 @@ void PairAnchors::begin_step(std::size_t n) {
     y_ = restored_->y;
     skin_ = restored_->skin;
     body_skin_ = restored_->body_skin;
+    contact_colours_ = restored_->contact_colours;
     double xmax = 0.0;
     for (std::size_t i = 0; i < x_.size(); ++i)
       xmax = std::max({xmax, std::abs(static_cast<double>(x_[i])), std::abs(static_cast<double>(y_[i]))});
@@ -533,7 +534,8 @@ void PairAnchors::per_body_limits() {
   least_body_skin_ = least;
 }
 
-BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std::uint8_t> held) {
+BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std::uint8_t> held,
+                              bool may_colour_contacts) {
   const std::size_t n = b.size();
   constexpr std::size_t kAnchorBlock = 2048;
   // A restored world's anchors and skins are already in place (begin_step).
@@ -595,6 +597,11 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std
                                         std::abs(range.ymax)})
                             : 0.0;
   error_ = n > 0 ? anchor_error(xmax) : 0.0;
+  // Where no body carried load (a gas), contacts are a few percent of the
+  // candidates and none lasts: each substep colours its own contacts instead
+  // of the list being coloured at its build. Saved with the anchors, so a
+  // restored world decides the same.
+  if (!restored) contact_colours_ = may_colour_contacts && held.size() != n;
   if (!restored) {
     // Held bodies: a skin for their own speed, at least the smallest radius
     // (in a pile of equal discs a skin below one radius keeps the candidates

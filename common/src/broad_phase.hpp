@@ -154,6 +154,7 @@ class PairAnchors {
     std::vector<float> x, y;
     double skin = 0.0;  ///< m: every body's, unless body_skin is given
     std::vector<float> body_skin;  ///< m, per body, each in (0, skin]; or empty
+    bool contact_colours = false;  ///< the list is left uncoloured (see contact_colours())
   };
 
   /// The anchors, storage order (m).
@@ -163,6 +164,10 @@ class PairAnchors {
   double skin() const { return skin_; }
   /// Each body's skin (m) when they differ; empty when every body has skin().
   std::span<const float> body_skin() const { return body_skin_; }
+  /// Whether the list built from these anchors is left uncoloured, each
+  /// substep colouring its own contacts (Colouring::per_contact): decided
+  /// by anchor() (no body held), or restored with the anchors.
+  bool contact_colours() const { return contact_colours_; }
   /// The list was built from these anchors for `n` bodies and nothing has
   /// marked it stale since.
   bool current(std::size_t n) const { return !stale_ && x_.size() == n; }
@@ -200,8 +205,10 @@ class PairAnchors {
   /// radii; a body `held` (one per body, or empty: none) gets one for its own
   /// speed, see the class), in parallel passes. Returns the range find_pairs needs (radii, bounding box of the
   /// anchors). The list is current after the caller's find_pairs over x(),
-  /// y() with extents() and margin().
-  BodyRange anchor(const BodyStore& b, double dt, std::span<const std::uint8_t> held);
+  /// y() with extents() and margin(). With `may_colour_contacts` (the
+  /// discrete solver), a list where no body is held is left uncoloured
+  /// (contact_colours()).
+  BodyRange anchor(const BodyStore& b, double dt, std::span<const std::uint8_t> held, bool may_colour_contacts);
   /// The extents to search with: the radii when every body has the common
   /// skin, else radius + (own skin - least skin) / 2 in `scratch`; `range`
   /// (anchor's) gets the extents' least and largest.
@@ -219,6 +226,7 @@ class PairAnchors {
   std::vector<float> x_, y_;
   double skin_ = 0.0;
   std::vector<float> body_skin_;
+  bool contact_colours_ = false;
   double least_body_skin_ = 0.0;
   std::vector<float> scale_;  // 1 / (the distance body i may move)^2, with the rounding bound taken off
   bool always_ = false;       // some body's limit is below the rounding bound: rebuild every substep

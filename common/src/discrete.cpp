@@ -28,7 +28,7 @@ constexpr std::size_t kReleaseScratchAt = std::size_t{1} << 17;
 
 }  // namespace
 
-void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt) {
+void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt, bool may_colour_contacts) {
   const std::size_t n = b.size();
   // Storage indices are stale after an edit; warm values are kept only
   // across rebuilds caused by motion (or come from restore).
@@ -39,8 +39,13 @@ void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt) {
   // Bodies that carried load (a warm contact or wall) get skins for their
   // own speed (PairAnchors).
   held_bodies(n, warm, held);
-  BodyRange range = anchors.anchor(b, dt, held);
+  // Where no body held, the list is left uncoloured and each substep colours
+  // its contacts (the 10k gas: its colouring was a tenth of its step). The
+  // Verlet solver carries no load, its piles included: its lists are always
+  // coloured.
+  BodyRange range = anchors.anchor(b, dt, held, may_colour_contacts);
   rmin = n > 0 ? range.rmin : 1.0;
+  const bool per_contact = anchors.contact_colours();
   // The last substep's contacts are rewritten by the next collide anyway.
   if (n >= kReleaseScratchAt) contacts.release();
   // Contacts reach the speculative distance, so candidates must too (a pair
@@ -62,7 +67,11 @@ void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt) {
     broad.release();
     std::vector<double>().swap(extent_scratch);
   }
-  colour_pairs(n, pairs, colouring, n >= kReleaseScratchAt);
+  if (per_contact) {
+    leave_uncoloured(pairs, colouring);
+  } else {
+    colour_pairs(n, pairs, colouring, n >= kReleaseScratchAt);
+  }
   restore_warm(pairs, warm, contacts);
   edited = false;
 }
@@ -119,11 +128,13 @@ void DiscreteSolver::save(const BodyStore& b, SolverState& out) const {
     out.anchor_y = saved->y;
     out.skin = saved->skin;
     out.anchor_skin = saved->body_skin;
+    out.contact_colours = saved->contact_colours;
   } else if (!edited && anchors.current(b.size())) {
     out.anchor_x.assign(anchors.x().begin(), anchors.x().end());
     out.anchor_y.assign(anchors.y().begin(), anchors.y().end());
     out.skin = anchors.skin();
     out.anchor_skin.assign(anchors.body_skin().begin(), anchors.body_skin().end());
+    out.contact_colours = anchors.contact_colours();
   }
   // Wall entries are storage index << 2 | wall, kWallBit* = 1 << wall; in
   // storage (= id) order, walls in order.

@@ -23,7 +23,7 @@ namespace carom::detail {
 struct DiscreteSolver {
   PairAnchors anchors;         // broad phase: where the list was built, and when to rebuild it
   BroadPhase broad;            // the pair search's scratch
-  PairBlocks pairs;            // the candidates, in colour order
+  PairBlocks pairs;            // the candidates, in colour order (or search order: Colouring::per_contact)
   Colouring colouring;
   double speculative = 0.0;    // pairs and walls closer than this are contacts (m)
   double rmin = 1.0;           // smallest radius at the last rebuild (m)
@@ -40,8 +40,10 @@ struct DiscreteSolver {
   /// Broad phase: rebuilds the candidate list from new anchors, colours it,
   /// and carries the warm starts across (by storage index after a rebuild
   /// caused by motion, by id pair after a restore, none after bodies were
-  /// added or removed). `dt`: the step (s), for the skin.
-  void rebuild_pairs(const BodyStore& b, double dt);
+  /// added or removed). `dt`: the step (s), for the skin. With
+  /// `may_colour_contacts` (the discrete solver), a list where no body holds
+  /// is left uncoloured and each substep colours its contacts.
+  void rebuild_pairs(const BodyStore& b, double dt, bool may_colour_contacts);
   /// Which of `n` bodies carried load in the last substep: a warm pair
   /// (`warm`) or wall contact. Empty when none did.
   void held_bodies(std::size_t n, const WarmTable& warm, std::vector<std::uint8_t>& out) const;

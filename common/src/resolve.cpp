@@ -11,9 +11,10 @@
 // touches one body; a body's wall contacts sit in one block, in wall order),
 // then the contacts colour by colour. Contacts of one colour share no body, so
 // they run in parallel in any split with the same bits; colours come from the
-// candidate list (colour_pairs: greedy, in candidate order), a function of the
-// ids and of the anchors the list was built from (which a saved world
-// carries). So the result is the same whatever the thread count and the
+// candidate list (colour_pairs: greedy, in candidate order) or, where it was
+// left uncoloured (a gas), from the substep's contacts by the same rule
+// (collide), a function of the ids and of the anchors the list was built
+// from (which a saved world carries, with which way it was coloured). So the result is the same whatever the thread count and the
 // insertion order, and a restored world continues bit for bit.
 //
 // Discrete: Box2D v3's soft step, with impacts kept as whole two-body
@@ -733,20 +734,14 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
   out.used.assign(bodies, 0);
   out.colour.resize(pairs.count);
   std::vector<std::uint32_t> count(kColours, 0);
-  constexpr std::uint64_t kNormal = (std::uint64_t{1} << kOverflow) - 1;
+  out.per_contact = false;
   // Greedy, in candidate order: the first colour free at both bodies.
   std::uint64_t* const used = out.used.data();
   std::uint8_t* const colour = out.colour.data();
   std::size_t k = 0;
   for (const auto& block : pairs.blocks) {
     for (const Pair p : block) {
-      const std::uint64_t free = ~(used[p.a] | used[p.b]) & kNormal;
-      std::uint32_t c = kOverflow;
-      if (free != 0) {
-        c = static_cast<std::uint32_t>(std::countr_zero(free));
-        used[p.a] |= std::uint64_t{1} << c;
-        used[p.b] |= std::uint64_t{1} << c;
-      }
+      const std::uint32_t c = take_colour(used, p);
       colour[k++] = static_cast<std::uint8_t>(c);
       ++count[c];
     }
@@ -816,6 +811,14 @@ void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool lo
     });
   }
   pairs.blocks = std::move(blocks);
+}
+
+void leave_uncoloured(const PairBlocks& pairs, Colouring& out) {
+  out.per_contact = true;
+  out.begin.assign({0, static_cast<std::uint32_t>(pairs.count)});
+  out.block_begin.assign({0, static_cast<std::uint32_t>(pairs.blocks.size())});
+  std::vector<std::uint64_t>().swap(out.used);
+  std::vector<std::uint8_t>().swap(out.colour);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // The stage functions World::step calls, one file each. Every stage runs inside
 // the World's task arena and writes only into slots fixed before it starts.
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -44,17 +45,38 @@ inline constexpr double kStiffFrom = 0.025;
 /// positions only; a pair that finds all kColours - 1 colours taken goes to the
 /// last colour, which is solved sequentially in candidate order.
 inline constexpr std::uint32_t kColours = 64;
+/// The greedy rule of both colourings: pair `p` takes the first of the
+/// kColours - 1 colours that neither of its bodies has yet (marking it taken
+/// at both), else the last colour, whose pairs are solved in order on one
+/// thread.
+inline std::uint32_t take_colour(std::uint64_t* used, Pair p) {
+  constexpr std::uint64_t kNormal = (std::uint64_t{1} << (kColours - 1)) - 1;
+  const std::uint64_t free = ~(used[p.a] | used[p.b]) & kNormal;
+  if (free == 0) return kColours - 1;
+  const auto c = static_cast<std::uint32_t>(std::countr_zero(free));
+  used[p.a] |= std::uint64_t{1} << c;
+  used[p.b] |= std::uint64_t{1} << c;
+  return c;
+}
 /// From this many contacts in a substep, the threads share the colours of the
 /// velocity passes among them (run_passes in resolve.cpp); below, the colours
 /// are small and many (the default world: 60 of about 70 contacts each), and
 /// threads waiting for each other between them cost more than one thread
 /// doing all (its resolve 0.53 -> 0.63 s on 2 threads).
 inline constexpr std::size_t kSharedPassesFrom = 8192;
+///
+/// Where no body carried load at the rebuild (a gas: contacts are a few
+/// percent of the candidates and none lasts), the list is not coloured
+/// (`per_contact`): each substep's contacts are coloured instead, by the same
+/// greedy rule in candidate order (colour_contacts), and written in colour
+/// order. Either way the colours are a function of the candidates and the
+/// positions, so of what a saved world carries.
 struct Colouring {
   std::vector<std::uint32_t> begin;   // candidate index where colour k starts; size colours + 1
   std::vector<std::uint32_t> block_begin;  // first candidate block of colour k; size colours + 1
   std::vector<std::uint64_t> used;    // scratch: per body, the colours taken
   std::vector<std::uint8_t> colour;   // scratch: per candidate
+  bool per_contact = false;           // the list is in search order; collide colours the contacts
   std::uint32_t colours() const { return begin.empty() ? 0 : static_cast<std::uint32_t>(begin.size() - 1); }
 };
 /// Reorders `pairs` into colour order (blocks of one colour each) and fills
@@ -62,6 +84,9 @@ struct Colouring {
 /// `low_memory` (a large world) the list is moved block by block instead, so
 /// it is never held twice. Called when the pair list is rebuilt.
 void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool low_memory = false);
+/// Leaves `pairs` in search order, one "colour" of all (`out.per_contact`):
+/// collide colours each substep's contacts instead.
+void leave_uncoloured(const PairBlocks& pairs, Colouring& out);
 
 /// A body within the speculative distance of a wall: entry = storage index <<
 /// 2 | wall (0 min x, 1 max x, 2 min y, 3 max y).
@@ -83,7 +108,8 @@ struct WallContacts {
 /// Bodies per block of WallContacts.
 inline constexpr std::size_t kWallBlock = 2048;
 
-/// The contacts of one substep, in candidate order (so in colour order), plus scratch.
+/// The contacts of one substep in colour order (where the list is coloured,
+/// that is candidate order), plus scratch.
 struct Contacts {
   std::vector<Pair> pairs;
   std::vector<Contact> geometry;
@@ -109,6 +135,12 @@ struct Contacts {
     std::size_t deep = 0;
   };
   std::vector<Block> block_contacts;
+  // Where the list is not coloured (Colouring::per_contact): the place of
+  // each contact, taken in candidate order, in this substep's colour order
+  // (empty: contacts are in candidate order), and colour_contacts' scratch.
+  std::vector<std::uint32_t> order;
+  std::vector<std::uint64_t> colour_used;  // per body, all zero between calls
+  std::vector<std::uint8_t> hit_colour;
   std::size_t deep = 0;  // contacts overlapping deeper than kStiffFrom of their reach at detection
   int push_passes = 0;  // Verlet: position passes the last push_contacts made
   std::vector<std::uint8_t> fired;  // scratch: per body, 1 + the impact pass that last changed it (0: none)
@@ -139,6 +171,11 @@ struct Contacts {
   /// Calls fn(candidate index, value) for every warm value > 0, in candidate order.
   template <class Fn>
   void for_each_warm(Fn&& fn) const {
+    if (warm_in_contacts && !order.empty()) {  // contacts in colour order: visit them in candidate order
+      for (const std::uint32_t k : order)
+        if (accum[k] > 0.0) fn(candidate[k], accum[k]);
+      return;
+    }
     const std::vector<std::uint32_t>& cands = warm_in_contacts ? candidate : warm_candidate;
     const std::vector<double>& values = warm_in_contacts ? accum : warm_value;
     for (std::size_t k = 0; k < cands.size(); ++k)
@@ -172,6 +209,7 @@ struct Contacts {
     std::vector<std::uint8_t>().swap(collided);
     std::vector<Vec2>().swap(point);
     std::vector<Block>().swap(block_contacts);
+    std::vector<std::uint32_t>().swap(order);
     colour_begin.clear();
   }
   std::uint32_t colours() const { return colour_begin.empty() ? 0 : static_cast<std::uint32_t>(colour_begin.size() - 1); }
@@ -258,8 +296,8 @@ void finish_verlet(BodyStore& b, const Params& p, double h, double resting, doub
 
 /// Narrow phase: the candidate pairs whose gap is below `speculative` (0:
 /// those that overlap), with their normals, gaps, mass shares and contact
-/// points (only with `points`: for events), in candidate order, and their
-/// colour ranges. Returns how many.
+/// points (only with `points`: for events), in colour order (candidate order
+/// within a colour), and their colour ranges. Returns how many.
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
                       double speculative, bool points, Contacts& contacts);
 
@@ -300,6 +338,9 @@ std::uint64_t velocity_copies();
 /// that. Call between steps only.
 std::size_t set_shared_impacts_from(std::size_t impacts);
 std::uint64_t shared_impact_passes();
+/// How many substeps have coloured their own contacts (a list left
+/// uncoloured, Colouring::per_contact) since the program started; for tests.
+std::uint64_t contact_colourings();
 /// Whether the discrete solver may stiffen deep contacts (deep_softness in
 /// resolve.cpp; the default), so tests can set a pile beside the one spring.
 /// Call between steps only.

@@ -420,7 +420,7 @@ void WorldState::step_substeps(StepStats& st) {
     //    the list is stale or some body nears half its skin from its anchor.
     t = Clock::now();
     if (d.anchors.needs_rebuild(moved2)) {
-      d.rebuild_pairs(bodies, p.dt);
+      d.rebuild_pairs(bodies, p.dt, !verlet);
       ++st.pair_rebuilds;
     }
     st.seconds.find_pairs += seconds_since(t);
@@ -761,9 +761,16 @@ Status World::restore_solver_state(const SolverState& state) {
         return invalid_argument("solver.anchor_skin[" + std::to_string(k) + "]",
                                 "must be finite and in (0, skin] (m), skin " + format_number(state.skin), format_number(s));
     }
+    if (state.contact_colours && !state.anchor_skin.empty())
+      return invalid_argument("solver.contact_colours",
+                              "a list built with skins per body (bodies that carried load) is coloured whole",
+                              "true with " + std::to_string(state.anchor_skin.size()) + " skins per body");
   } else if (!state.anchor_skin.empty()) {
     return invalid_argument("solver.anchor_skin", "needs the anchors (anchor_x, anchor_y) it belongs to",
                             std::to_string(state.anchor_skin.size()) + " values without anchors");
+  } else if (state.contact_colours) {
+    return invalid_argument("solver.contact_colours", "needs the anchors (anchor_x, anchor_y) of the list it describes",
+                            "true without anchors");
   }
   // One entry per (body, wall): storage index << 2 | wall, with its value.
   std::vector<std::pair<std::uint32_t, double>> entries;
@@ -792,7 +799,9 @@ Status World::restore_solver_state(const SolverState& state) {
   // The next step rebuilds the pair list and takes these warm starts (by id
   // pair) instead of whatever the current list carries.
   std::optional<detail::PairAnchors::Saved> anchors;
-  if (anchored) anchors = detail::PairAnchors::Saved{state.anchor_x, state.anchor_y, state.skin, state.anchor_skin};
+  if (anchored)
+    anchors = detail::PairAnchors::Saved{state.anchor_x, state.anchor_y, state.skin, state.anchor_skin,
+                                         state.contact_colours};
   s.discrete.restore(std::move(warm), std::move(anchors), entries, b.size(), s.params.bounds.walled);
   s.gravity_valid = false;
   return {};

@@ -47,6 +47,11 @@ struct SolverState {
   /// built with skins per body (bodies resting in a pile get smaller ones
   /// than the fastest body needs); empty: every body had `skin`.
   std::vector<float> anchor_skin;
+  /// The list was left uncoloured when it was built (no body carried load:
+  /// a gas), so each substep colours its own contacts instead; only with the
+  /// anchors, and never with skins per body. False in saves from before it
+  /// existed, whose lists were always coloured.
+  bool contact_colours = false;
 };
 
 }  // namespace carom
