@@ -102,43 +102,55 @@ inline void wall_axis(double& x, double& v, double r, double lo, double hi, doub
   return i;
 }
 
+// The largest (scaled) squared distance of bodies [i0, i1) from their
+// anchors (xb, yb; none: 0): four at a time in lanes, the tail one at a time.
+double moved_in(const BodyStore& b, std::span<const float> xb, std::span<const float> yb,
+                std::span<const float> scale, bool lanes, std::size_t i0, std::size_t i1) {
+  if (xb.empty()) return 0.0;
+  const double* const xs = b.x.data();
+  const double* const ys = b.y.data();
+  const float* const xbs = xb.data();
+  const float* const ybs = yb.data();
+  double m = 0.0;
+  std::size_t i = i0;
+  if (lanes) i = moved_avx2(xs, ys, xbs, ybs, scale.empty() ? nullptr : scale.data(), i0, i1, m);
+  for (; i < i1; ++i) {
+    const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
+    const double d2 = (dx * dx + dy * dy) * (scale.empty() ? 1.0 : static_cast<double>(scale[i]));
+    m = d2 > m ? d2 : m;
+  }
+  return m;
+}
+
 }  // namespace
 
 double integrate_velocities(BodyStore& b, Vec2 g, double damping, double h, std::span<const float> xb,
                             std::span<const float> yb, std::span<const float> scale) {
   const double gx = g.x * h, gy = g.y * h;
-  const bool measure = !xb.empty();
+  // No gravity and no damping (a gas): v * 1 + 0 is v, but for -0, which
+  // it makes +0.
+  const bool still = damping == 1.0 && gx == 0.0 && gy == 0.0;
+  if (still && xb.empty()) return 0.0;
   const bool lanes = simd_in_use();
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
     double* const vxs = b.vx.data();
     double* const vys = b.vy.data();
-    const double* const xs = b.x.data();
-    const double* const ys = b.y.data();
-    const float* const xbs = xb.data();
-    const float* const ybs = yb.data();
-    for (std::size_t i = i0; i < i1; ++i) {
-      vxs[i] = vxs[i] * damping + gx;
-      vys[i] = vys[i] * damping + gy;
-    }
-    double m = 0.0;
-    if (measure) {
-      std::size_t i = i0;
-      if (lanes) i = moved_avx2(xs, ys, xbs, ybs, scale.empty() ? nullptr : scale.data(), i0, i1, m);
-      for (; i < i1; ++i) {
-        const double dx = xs[i] - xbs[i], dy = ys[i] - ybs[i];
-        const double d2 = (dx * dx + dy * dy) * (scale.empty() ? 1.0 : static_cast<double>(scale[i]));
-        m = d2 > m ? d2 : m;
+    if (!still) {
+      for (std::size_t i = i0; i < i1; ++i) {
+        vxs[i] = vxs[i] * damping + gx;
+        vys[i] = vys[i] * damping + gy;
       }
     }
-    return m;
+    return moved_in(b, xb, yb, scale, lanes, i0, i1);
   });
 }
 
-void integrate_positions(BodyStore& b, const Params& p, double h, double resting) {
+double integrate_positions(BodyStore& b, const Params& p, double h, double resting, std::span<const float> xb,
+                           std::span<const float> yb, std::span<const float> scale) {
   const Bounds box = p.bounds;
   const double e = p.restitution;
   const bool lanes = simd_in_use();
-  for_blocks(b.size(), block_for(b.size()), [&](std::size_t i0, std::size_t i1, std::size_t) {
+  return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
     // Local pointers: kept in registers across the loop (through the
     // BodyStore reference they were reloaded for every body).
     double* const xs = b.x.data();
@@ -164,6 +176,9 @@ void integrate_positions(BodyStore& b, const Params& p, double h, double resting
         ys[i] = y;
       }
     }
+    // While the block is in the cache: how far its bodies now are from
+    // their anchors (the next substep's rebuild test).
+    return moved_in(b, xb, yb, scale, lanes, i0, i1);
   });
 }
 

@@ -269,7 +269,8 @@ struct SolveContext {
 /// keeps every collision elastic.
 inline double resting_speed(Vec2 gravity, double dt) { return std::sqrt(dot(gravity, gravity)) * dt; }
 
-/// Velocity half of a substep: v <- v * damping + g h. Also returns the
+/// Velocity half of a substep: v <- v * damping + g h (nothing where that
+/// is v: no gravity, no damping; then -0 stays -0). Also returns the
 /// largest squared distance of any body from (xb, yb), the anchors the pair
 /// list was built at (PairAnchors; one pass over the bodies serves both),
 /// each multiplied by scale[i] unless `scale` is empty
@@ -280,8 +281,11 @@ double integrate_velocities(BodyStore& b, Vec2 gravity, double damping, double h
 
 /// Discrete solver: x <- x + v h, then walls as a backstop (a body the
 /// contacts did not stop is clamped to the wall and its normal velocity
-/// reflected with restitution above `resting`).
-void integrate_positions(BodyStore& b, const Params& p, double h, double resting);
+/// reflected with restitution above `resting`). Returns what
+/// integrate_velocities would measure next (the positions no longer move
+/// before it), in the same pass: 0 when xb is empty.
+double integrate_positions(BodyStore& b, const Params& p, double h, double resting, std::span<const float> xb = {},
+                           std::span<const float> yb = {}, std::span<const float> scale = {});
 
 /// Verlet predict: keep (px, py) = x, then x <- x + v h. Returns as above.
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,

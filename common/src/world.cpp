@@ -404,6 +404,11 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.relax_passes = p.iterations + kExtraRelaxPasses;
   ctx.pair_soft = make_softness(contact_rate(p.iterations), kContactDamping, h);
   ctx.wall_soft = make_softness(kWallRate, kContactDamping, h);
+  // The discrete move measures how far bodies are from their anchors for the
+  // next substep (the same value, from the same positions and anchors);
+  // negative: not measured (a step's first substep measures itself, after
+  // whatever happened between steps).
+  double moved_after_move = -1.0;
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
@@ -411,6 +416,9 @@ void WorldState::step_substeps(StepStats& st) {
     if (verlet) {
       integrate_velocities(bodies, p.gravity, damping, h, {}, {});
       moved2 = predict_positions(bodies, h, d.px, d.py, d.anchors.x(), d.anchors.y(), d.anchors.reach_scale());
+    } else if (moved_after_move >= 0.0) {
+      integrate_velocities(bodies, p.gravity, damping, h, {}, {});
+      moved2 = moved_after_move;
     } else {
       moved2 = integrate_velocities(bodies, p.gravity, damping, h, d.anchors.x(), d.anchors.y(), d.anchors.reach_scale());
     }
@@ -445,7 +453,10 @@ void WorldState::step_substeps(StepStats& st) {
     if (verlet) {
       finish_verlet(bodies, p, h, resting, kMaxPushSpeed * d.rmin, d.px, d.py);
     } else {
-      integrate_positions(bodies, p, h, resting);
+      const bool next = sub + 1 < p.substeps;  // the last substep's would not be read
+      moved_after_move = next ? integrate_positions(bodies, p, h, resting, d.anchors.x(), d.anchors.y(),
+                                                    d.anchors.reach_scale())
+                              : integrate_positions(bodies, p, h, resting);
     }
     st.seconds.integrate_positions += seconds_since(t);
 
