@@ -33,7 +33,6 @@
 #include <bit>
 #include <cmath>
 #include <cstddef>
-#include <type_traits>
 #include <vector>
 
 #include "parallel.hpp"
@@ -99,13 +98,7 @@ struct WriteCursor {
   std::size_t w;
   std::size_t deep;
   const std::uint32_t* place;  // the contact's place by `at` (Contacts::order), or null: `at` itself
-  // Where the k-th contact goes (Placed: place is set; the writers are
-  // compiled for each, the pile's collide 1.25x slower with the test inside).
-  template <bool Placed>
-  std::size_t to(std::size_t k) const {
-    if constexpr (Placed) return place[k];
-    return k;
-  }
+  std::size_t to(std::size_t k) const { return place ? place[k] : k; }
 };
 
 // The warm value of candidate `cand` (the warm list is in candidate order and
@@ -123,7 +116,6 @@ static_assert(offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 && offset
 
 // Writes the contact of candidate k of the block at the cursor: the normal,
 // gap, reach, mass shares, slots, warm value (and contact point).
-template <bool Placed>
 inline void write_contact(const ContactInput& in, const Pair* block, std::uint32_t first_k, std::uint32_t k,
                           bool points, const std::uint32_t* warm_cand, const double* warm_value,
                           std::size_t warm_size, Contacts& out, WriteCursor& cur) {
@@ -136,7 +128,7 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   const double reach = r[p.a] + r[p.b];
   const double d2 = dx * dx + dy * dy;
   const std::uint32_t cand = first_k + k;
-  const std::size_t at = cur.to<Placed>(cur.at++);
+  const std::size_t at = cur.to(cur.at++);
   Contact& c = out.geometry[at];
   double d = 0.0;
   if (d2 > 0.0) {
@@ -186,7 +178,6 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
 // one aligned cache line, stored as two 32-byte halves. Returns the hits
 // written. (The square root and three or five divisions a contact were a
 // sixth of a pile's step on one thread.)
-template <bool Placed>
 [[gnu::target("avx2")]] std::size_t write_contacts_avx2(const ContactInput& in, const Pair* block,
                                                         std::uint32_t first_k, const std::uint32_t* hits,
                                                         std::size_t n, bool points, const std::uint32_t* warm_cand,
@@ -230,8 +221,8 @@ template <bool Placed>
                           static_cast<int>(va[3]), static_cast<int>(vb[3])));
     // Lane j of (nx, ny, sep, reach) and of (share_a, share_b, bounce = 0,
     // slots) are contact j's two halves.
-    const std::size_t at[4] = {cur.to<Placed>(cur.at), cur.to<Placed>(cur.at + 1), cur.to<Placed>(cur.at + 2),
-                               cur.to<Placed>(cur.at + 3)};
+    const std::size_t at[4] = {cur.to(cur.at), cur.to(cur.at + 1), cur.to(cur.at + 2),
+                               cur.to(cur.at + 3)};
     Contact* const to[4] = {geo + at[0], geo + at[1], geo + at[2], geo + at[3]};
     store_transposed(nx, ny, sep, reach, to, 0);
     store_transposed(share_a, share_b, zero, slots, to, 4);
@@ -391,19 +382,10 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
                    static_cast<std::size_t>(std::lower_bound(warm_cand, warm_cand + warm_size, first_k) - warm_cand), 0,
                    place};
     const std::size_t nh = local.hits.size();
-    const auto write = [&](auto placed) {
-      constexpr bool kPlaced = decltype(placed)::value;
-      std::size_t h = lanes ? write_contacts_avx2<kPlaced>(in, block, first_k, local.hits.data(), nh, points, warm_cand,
-                                                           warm_value, warm_size, out, at)
-                            : 0;
-      for (; h < nh; ++h)
-        write_contact<kPlaced>(in, block, first_k, local.hits[h], points, warm_cand, warm_value, warm_size, out, at);
-    };
-    if (place) {
-      write(std::true_type{});
-    } else {
-      write(std::false_type{});
-    }
+    std::size_t h = lanes ? write_contacts_avx2(in, block, first_k, local.hits.data(), nh, points, warm_cand, warm_value,
+                                                warm_size, out, at)
+                          : 0;
+    for (; h < nh; ++h) write_contact(in, block, first_k, local.hits[h], points, warm_cand, warm_value, warm_size, out, at);
     local.deep = at.deep;
   });
   out.deep = 0;
