@@ -63,6 +63,14 @@ Gas make_compressed_pile() {
   return g;
 }
 
+// A world of `bodies` on `threads` threads, stepped `steps` times from the start.
+World stepped_world(const Params& params, const std::vector<BodyDesc>& bodies, int threads, std::uint64_t steps) {
+  World w({.max_bodies = 1u << 16, .threads = threads}, params);
+  EXPECT_TRUE(w.add_bodies(bodies).ok());
+  for (std::uint64_t s = 0; s < steps; ++s) w.step();
+  return w;
+}
+
 World make_world(const Gas& g, int threads) {
   World w({.max_bodies = 1u << 24, .threads = threads}, g.params);
   EXPECT_TRUE(w.add_bodies(g.bodies).ok());
@@ -516,13 +524,10 @@ TEST(SolverState, AGasColoursItsContactsAndContinuesIdenticallyWhenRestored) {
   ASSERT_EQ(saved.anchor_x.size(), a.size()) << "the list's anchors travel with the state";
   EXPECT_TRUE(saved.anchor_skin.empty()) << "no body of a gas carries load";
   EXPECT_TRUE(saved.contact_colours) << "a gas's list is left uncoloured";
-  World one({.max_bodies = 1u << 16, .threads = 1}, gas.params);
-  World eight({.max_bodies = 1u << 16, .threads = 8}, gas.params);
-  for (World* w : {&one, &eight}) {
-    ASSERT_TRUE(w->add_bodies(gas.bodies).ok());
-    for (std::uint64_t s = 0; s < a.stats().step; ++s) w->step();
-    ASSERT_EQ(w->state_hash(), a.state_hash());
-  }
+  World one = stepped_world(gas.params, gas.bodies, 1, a.stats().step);
+  World eight = stepped_world(gas.params, gas.bodies, 8, a.stats().step);
+  ASSERT_EQ(one.state_hash(), a.state_hash());
+  ASSERT_EQ(eight.state_hash(), a.state_hash());
   const std::uint64_t before = detail::contact_colourings();
   const double energy = a.stats().kinetic_energy;
   bool diverged = false;
@@ -587,13 +592,10 @@ TEST(SolverState, SkinsPerBodyTravelWithTheStateAndDecideTheList) {
 
   // 1 and 8 threads and a restored copy: the same bits after every step.
   World b = rebuild(a, &saved);
-  World one({.max_bodies = 1u << 16, .threads = 1}, pile.params);
-  World eight({.max_bodies = 1u << 16, .threads = 8}, pile.params);
-  for (World* w : {&one, &eight}) {
-    ASSERT_TRUE(w->add_bodies(pile.bodies).ok());
-    for (std::uint64_t s = 0; s < a.stats().step; ++s) w->step();
-    ASSERT_EQ(w->state_hash(), a.state_hash());
-  }
+  World one = stepped_world(pile.params, pile.bodies, 1, a.stats().step);
+  World eight = stepped_world(pile.params, pile.bodies, 8, a.stats().step);
+  ASSERT_EQ(one.state_hash(), a.state_hash());
+  ASSERT_EQ(eight.state_hash(), a.state_hash());
   // Without the skins the restored list is the common skin's: same contacts,
   // other colours, other bits.
   SolverState no_skins = saved;

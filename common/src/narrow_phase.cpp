@@ -319,14 +319,13 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   // are written), else the list a rebuild or a restore made.
   if (out.warm_in_contacts && !out.order.empty()) {
     // Last substep's contacts are in its colour order: those that carry,
-    // taken in candidate order.
+    // taken in candidate order (for_each_warm walks them through `order`).
     out.warm_candidate.clear();
     out.warm_value.clear();
-    for (const std::uint32_t k : out.order)
-      if (out.accum[k] > 0.0) {
-        out.warm_candidate.push_back(out.candidate[k]);
-        out.warm_value.push_back(out.accum[k]);
-      }
+    out.for_each_warm([&](std::uint32_t cand, double value) {
+      out.warm_candidate.push_back(cand);
+      out.warm_value.push_back(value);
+    });
     out.warm_in_contacts = false;
   } else if (out.warm_in_contacts) {
     std::swap(out.candidate, out.warm_candidate);
