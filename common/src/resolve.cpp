@@ -118,12 +118,15 @@ constexpr std::size_t kStiffFew = 64;
 // the first are shared among the threads too (ImpactPass::shared) when the
 // first pass fired at least this many contacts: the 100k pile 1.16x over
 // 500 steps (its landing, contacts under a quarter of the bodies: the sweeps
-// forked for every colour of every pass), the 1M gas 1.02x. Below, the
-// colours' stages are too short for two threads to gain
-// on one (they wait for each other at every colour): the 10k pile, its
-// landing 4 000 impacts a substep, 0.98x shared at any, 1.00x with this.
-// Tests change it (set_shared_impacts_from).
-std::atomic<std::size_t> shared_impacts_from{4096};
+// forked for every colour of every pass), the 1M gas 1.02x. From 4 096 down
+// to 1 024: the 100k pile 1.05x more (300 steps, 4 rounds, each better),
+// because a landing's cascade runs to its 16 passes with about 5 000 impacts
+// in each whatever its first pass fired (three cascades in four started
+// under 4 096 and ran on one thread). Below, the colours' stages are too
+// short for two threads to gain on one (they wait for each other at every
+// colour): the 10k pile, its landing 4 000 impacts a substep, 0.98x shared
+// at any, 1.00x with this. Tests change it (set_shared_impacts_from).
+std::atomic<std::size_t> shared_impacts_from{1024};
 std::atomic<std::uint64_t> shared_impact_runs{0};
 // Bodies per parallel block when the velocities are copied (with_velocities).
 constexpr std::size_t kCopyBlock = std::size_t{1} << 16;
