@@ -1330,12 +1330,16 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
     // colour of every pass.
     const bool share = cs.slotted && fired >= shared_impacts_from.load(std::memory_order_relaxed);
     if (fired != 0 && kImpactPasses > 1) {
+      // The later passes carry a blow on: below 1 restitution, only while
+      // it is faster than cascade_resting (kCascadeResting).
+      SolveContext blow = ctx;
+      blow.resting = ctx.cascade_resting;
       ImpactPass<V> later(v, b, cs);
       if (4 * cs.size() >= b.size()) {
-        count += later.cascade(b, cs, walls, ctx, kImpactPasses, share);
+        count += later.cascade(b, cs, walls, blow, kImpactPasses, share);
       } else {
-        count += share ? later.shared(b.size(), cs, walls, ctx, kImpactPasses, false)
-                       : later.sweeps(cs, walls, ctx, kImpactPasses);
+        count += share ? later.shared(b.size(), cs, walls, blow, kImpactPasses, false)
+                       : later.sweeps(cs, walls, blow, kImpactPasses);
       }
     }
   }

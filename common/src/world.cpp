@@ -398,6 +398,7 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.inv_h = 1.0 / h;
   ctx.restitution = p.restitution;
   ctx.resting = resting;
+  ctx.cascade_resting = p.restitution < 1.0 ? kCascadeResting * resting : resting;
   ctx.iterations = p.iterations;
   ctx.bounds = p.bounds;
   // Box2D v3's soft contact (see contact_rate).
