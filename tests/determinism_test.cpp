@@ -154,12 +154,17 @@ TEST_P(Determinism, HashIsIndependentOfInsertionOrder) {
 }
 
 // 1 thread against 4 after every step: the first step that differs is named.
+// On more than one thread a small world's next contacts are made while relax
+// runs (World's step), and must carry the same warm values.
 TEST_P(Determinism, OneAndFourThreadsAgreeAfterEveryStep) {
   const Gas g = make_gas_scene(GetParam());
   World w1 = make_world(g, 1), w4 = make_world(g, 4);
+  std::uint64_t ahead = 0;
   for (int s = 0; s < 100; ++s) {
     w1.step();
+    const std::uint64_t before = detail::contacts_made_ahead(false) + detail::contacts_made_ahead(true);
     w4.step();
+    ahead += detail::contacts_made_ahead(false) + detail::contacts_made_ahead(true) - before;
     ASSERT_EQ(w1.state_hash(), w4.state_hash()) << "first difference after step " << s + 1;
     const StepStats &a = w1.stats(), &b = w4.stats();
     ASSERT_EQ(a.contacts, b.contacts) << "step " << s + 1;
@@ -178,6 +183,41 @@ TEST_P(Determinism, OneAndFourThreadsAgreeAfterEveryStep) {
     }
   }
   EXPECT_GT(w1.stats().collisions, 0u);
+  if (GetParam() == Solver::kDiscrete) {
+    EXPECT_GT(ahead, 20u) << "the 4-thread world seldom or never made its contacts while relax ran";
+  } else {
+    EXPECT_EQ(ahead, 0u) << "Verlet has no relax to overlap";
+  }
+}
+
+// A small pile settling, its pair list coloured (its bodies carry load): on
+// four threads its next contacts are made while relax runs and take their
+// warm values in candidate order; the same bits and warm values (events,
+// contacts) as one thread after every step.
+TEST(Determinism, SmallPileMakesItsContactsAheadWithTheBitsOfOneThread) {
+  test::PileSpec spec;
+  spec.n = 2000;
+  spec.columns = 60;
+  spec.rmin = 0.45;
+  spec.rmax = 0.55;
+  spec.pitch = 1.2;
+  Gas g;
+  g.bodies = test::make_pile(spec, &g.params.bounds);
+  g.params.gravity = {0.0, -10.0};
+  g.params.restitution = 0.5;
+  World w1 = make_world(g, 1), w4 = make_world(g, 4);
+  std::uint64_t ahead = 0;
+  for (int s = 0; s < 200; ++s) {
+    w1.step();
+    const std::uint64_t before = detail::contacts_made_ahead(false);
+    w4.step();
+    ahead += detail::contacts_made_ahead(false) - before;
+    ASSERT_EQ(w1.state_hash(), w4.state_hash()) << "first difference after step " << s + 1;
+    ASSERT_EQ(w1.stats().contacts, w4.stats().contacts) << "step " << s + 1;
+    ASSERT_EQ(w1.stats().collisions, w4.stats().collisions) << "step " << s + 1;
+    ASSERT_EQ(w1.events().size(), w4.events().size()) << "step " << s + 1;
+  }
+  EXPECT_GT(ahead, 200u) << "the pile seldom or never made its contacts while relax ran";
 }
 
 // A large, compressed pile: enough bodies and simultaneous contacts that every

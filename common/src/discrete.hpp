@@ -28,6 +28,10 @@ struct DiscreteSolver {
   double speculative = 0.0;    // pairs and walls closer than this are contacts (m)
   double rmin = 1.0;           // smallest radius at the last rebuild (m)
   Contacts contacts;
+  // The next substep's contacts, made while this one's relax runs (World's
+  // step: a small world whose passes run on one thread); swapped with
+  // `contacts` then. Holds nothing between steps.
+  Contacts ahead;
   WallContacts walls;          // discrete: bodies within the speculative distance of a wall
   std::vector<double> px, py;  // Verlet: positions at the start of the substep
   bool edited = true;          // bodies added or removed since the last rebuild (storage indices stale)

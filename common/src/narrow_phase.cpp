@@ -42,6 +42,7 @@ namespace carom::detail {
 namespace {
 
 std::atomic<std::uint64_t> contact_colouring_runs{0};
+std::atomic<std::uint64_t> made_ahead[2] = {0, 0};  // take_warm: from candidate order, from a colour order
 
 // collide's test: the squared distance below the squared reach plus the
 // speculative distance.
@@ -304,6 +305,7 @@ void colour_contacts(std::size_t bodies, const PairBlocks& candidates, std::size
 }  // namespace
 
 std::uint64_t contact_colourings() { return contact_colouring_runs.load(std::memory_order_relaxed); }
+std::uint64_t contacts_made_ahead(bool per_contact) { return made_ahead[per_contact ? 1 : 0].load(std::memory_order_relaxed); }
 
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
                       double speculative, bool points, Contacts& out) {
@@ -398,6 +400,34 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
     for (std::uint32_t c = 0; c <= colours; ++c) out.colour_begin[c] = out.block_count[colouring.block_begin[c]];
   }
   return total;
+}
+
+void take_warm(Contacts& from, Contacts& ahead) {
+  // Both in candidate order: `from`'s through for_each_warm, `ahead`'s
+  // contacts by their place in candidate order (h), at ahead.order[h] where
+  // they are in this substep's colour order.
+  // The same list as collide takes (its warm values' two cases, so the
+  // same bits: where `from` is in candidate order, its own arrays).
+  const bool own = from.order.empty();
+  made_ahead[own ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
+  if (!own) {
+    from.warm_candidate.clear();
+    from.warm_value.clear();
+    from.for_each_warm([&](std::uint32_t cand, double value) {
+      from.warm_candidate.push_back(cand);
+      from.warm_value.push_back(value);
+    });
+  }
+  const std::uint32_t* const place = ahead.order.empty() ? nullptr : ahead.order.data();
+  const std::uint32_t* const warm_cand = own ? from.candidate.data() : from.warm_candidate.data();
+  const double* const warm_value = own ? from.accum.data() : from.warm_value.data();
+  const std::size_t warm_size = own ? from.size() : from.warm_candidate.size();
+  std::size_t w = 0;
+  for (std::size_t h = 0; h < ahead.size() && w < warm_size; ++h) {
+    const std::size_t at = place ? place[h] : h;
+    ahead.accum[at] = warm_of(ahead.candidate[at], warm_cand, warm_value, warm_size, w);
+  }
+  from.forget_warm();
 }
 
 void collide_walls(const BodyStore& b, const Bounds& box, double speculative, WallContacts& walls,

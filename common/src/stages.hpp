@@ -318,6 +318,13 @@ void finish_verlet(BodyStore& b, const Params& p, double h, double resting, doub
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
                       double speculative, bool points, Contacts& contacts);
 
+/// The warm values of contacts `ahead` made by collide while `from`, the
+/// substep before's, were still being relaxed (ahead carried no warm values
+/// then, so each starts at 0): each contact of `ahead` takes what `from`'s
+/// contact of the same candidate carries, as collide would have merged it.
+/// `from`'s warm values are then used up.
+void take_warm(Contacts& from, Contacts& ahead);
+
 /// Narrow phase, walls: every body within `speculative` of a wall of `box`
 /// (nothing when the box is unbounded). Last substep's list becomes `last`.
 void collide_walls(const BodyStore& b, const Bounds& box, double speculative, WallContacts& walls,
@@ -355,6 +362,12 @@ std::uint64_t velocity_copies();
 /// that. Call between steps only.
 std::size_t set_shared_impacts_from(std::size_t impacts);
 std::uint64_t shared_impact_passes();
+/// How many substeps' contacts were made ahead, while the substep before
+/// relaxed (take_warm), since the program started: with `per_contact`, those
+/// that took their warm values from contacts in a colour order of their own
+/// (a list coloured per contact), else those from contacts in candidate
+/// order; for tests.
+std::uint64_t contacts_made_ahead(bool per_contact);
 /// How many substeps have coloured their own contacts (a list left
 /// uncoloured, Colouring::per_contact) since the program started; for tests.
 std::uint64_t contact_colourings();

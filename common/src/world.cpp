@@ -5,6 +5,7 @@
 
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
 
 #include <algorithm>
 #include <charconv>
@@ -101,6 +102,10 @@ double contact_rate(int soft_passes) {
 }
 constexpr double kWallRate = 0.8;
 constexpr int kExtraRelaxPasses = 2;
+// Worlds under this many bodies may make the next substep's contacts while
+// relax runs (step_substeps): a second set of contacts (DiscreteSolver::ahead).
+// Larger ones share their passes among the threads anyway.
+constexpr std::size_t kOverlapBelow = std::size_t{1} << 17;
 constexpr double kContactDamping = 10.0;
 // The soft bias pushes overlapping bodies apart at most this many smallest
 // radii a second (Box2D: 3 m/s).
@@ -410,6 +415,10 @@ void WorldState::step_substeps(StepStats& st) {
   // negative: not measured (a step's first substep measures itself, after
   // whatever happened between steps).
   double moved_after_move = -1.0;
+  // This substep's contacts were made while the last one relaxed (below).
+  bool collided_ahead = false;
+  const bool may_overlap =
+      !verlet && tbb::this_task_arena::max_concurrency() > 1 && bodies.size() < kOverlapBelow;
   for (int sub = 0; sub < p.substeps; ++sub) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
@@ -428,7 +437,7 @@ void WorldState::step_substeps(StepStats& st) {
     // 2. Broad phase: spatial hash buckets -> coloured candidate pairs, when
     //    the list is stale or some body nears half its skin from its anchor.
     t = Clock::now();
-    if (d.anchors.needs_rebuild(moved2)) {
+    if (!collided_ahead && d.anchors.needs_rebuild(moved2)) {
       d.rebuild_pairs(bodies, p.dt, !verlet);
       ++st.pair_rebuilds;
     }
@@ -436,7 +445,8 @@ void WorldState::step_substeps(StepStats& st) {
 
     // 3. Narrow phase: which candidate pairs (and walls) are contacts now.
     t = Clock::now();
-    st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts);
+    if (!collided_ahead)
+      st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts);
     if (!verlet) collide_walls(bodies, p.bounds, d.speculative, d.walls, d.contacts.slots());
     st.seconds.collide += seconds_since(t);
     st.rounds = std::max(st.rounds, d.contacts.colours());
@@ -462,10 +472,33 @@ void WorldState::step_substeps(StepStats& st) {
     st.seconds.integrate_positions += seconds_since(t);
 
     // 6. Relax (Verlet: restitution on the derived velocities), and keep
-    //    the warm values.
+    //    the warm values. Relax changes velocities only, and the next
+    //    substep's narrow phase reads positions only: where relax runs on
+    //    this thread (its passes are not shared) and the next substep keeps
+    //    the pair list, the next contacts are made meanwhile on another
+    //    thread, then take their warm values from what relax leaves. The same
+    //    operations on the same values: the same bits.
+    const bool overlap = may_overlap && sub + 1 < p.substeps && !d.contacts.slotted &&
+                         !d.anchors.needs_rebuild(moved_after_move);
     t = Clock::now();
     if (verlet) {
       restitute_contacts(bodies, d.contacts, p.restitution, resting, p.iterations);
+    } else if (overlap) {
+      std::swap(d.ahead.slot_of, d.contacts.slot_of);  // read by collide; relax reads it only where slotted
+      d.ahead.forget_warm();
+      std::uint64_t made = 0;
+      double collide_seconds = 0.0;
+      tbb::task_group ahead;
+      ahead.run([&] {
+        const auto t0 = Clock::now();
+        made = collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.ahead);
+        collide_seconds = seconds_since(t0);
+      });
+      relax_contacts(bodies, d.contacts, d.walls, ctx);
+      ahead.wait();
+      take_warm(d.contacts, d.ahead);
+      st.contacts += made;
+      st.seconds.collide += collide_seconds;
     } else {
       relax_contacts(bodies, d.contacts, d.walls, ctx);
     }
@@ -475,6 +508,8 @@ void WorldState::step_substeps(StepStats& st) {
     if (p.record_events)
       st.events_dropped +=
           record_events(bodies, d.contacts, static_cast<std::uint32_t>(sub), p.max_events, events);
+    if (overlap) std::swap(d.contacts, d.ahead);
+    collided_ahead = overlap;
   }
   // The displacement since the pair list was built is measured at the start
   // of the next substep (integrate_velocities, or predict for Verlet).
