@@ -417,6 +417,19 @@ void WorldState::step_substeps(StepStats& st) {
   double moved_after_move = -1.0;
   // This substep's contacts were made while the last one relaxed (below).
   bool collided_ahead = false;
+  // The events of a substep whose contacts were swapped into `ahead` are
+  // recorded on another thread while the next substep solves (they read
+  // only those contacts and the bodies' ids and masses); waited for before
+  // `ahead` is written again, before the next substep's events, and at the end.
+  tbb::task_group recording;
+  bool recording_pending = false;
+  std::uint64_t dropped_ahead = 0;
+  const auto recorded = [&] {
+    if (!recording_pending) return;
+    recording.wait();
+    st.events_dropped += dropped_ahead;
+    recording_pending = false;
+  };
   const bool may_overlap =
       !verlet && tbb::this_task_arena::max_concurrency() > 1 && bodies.size() < kOverlapBelow;
   for (int sub = 0; sub < p.substeps; ++sub) {
@@ -484,6 +497,7 @@ void WorldState::step_substeps(StepStats& st) {
     if (verlet) {
       restitute_contacts(bodies, d.contacts, p.restitution, resting, p.iterations);
     } else if (overlap) {
+      recorded();  // the events of the substep before read `ahead`
       std::swap(d.ahead.slot_of, d.contacts.slot_of);  // read by collide; relax reads it only where slotted
       d.ahead.forget_warm();
       std::uint64_t made = 0;
@@ -504,13 +518,21 @@ void WorldState::step_substeps(StepStats& st) {
     }
     st.seconds.resolve_contacts += seconds_since(t);
 
-    // 7. Events of this substep.
-    if (p.record_events)
-      st.events_dropped +=
-          record_events(bodies, d.contacts, static_cast<std::uint32_t>(sub), p.max_events, events);
+    // 7. Events of this substep (in substep order: the last one's first).
+    recorded();
     if (overlap) std::swap(d.contacts, d.ahead);
+    if (p.record_events) {
+      const auto substep = static_cast<std::uint32_t>(sub);
+      if (overlap) {
+        recording.run([&, substep] { dropped_ahead = record_events(bodies, d.ahead, substep, p.max_events, events); });
+        recording_pending = true;
+      } else {
+        st.events_dropped += record_events(bodies, d.contacts, substep, p.max_events, events);
+      }
+    }
     collided_ahead = overlap;
   }
+  recorded();
   // The displacement since the pair list was built is measured at the start
   // of the next substep (integrate_velocities, or predict for Verlet).
 }
