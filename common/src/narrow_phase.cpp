@@ -320,14 +320,8 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   // contacts' own, where relax left them (set aside here, as the new ones
   // are written), else the list a rebuild or a restore made.
   if (out.warm_in_contacts && !out.order.empty()) {
-    // Last substep's contacts are in its colour order: those that carry,
-    // taken in candidate order (for_each_warm walks them through `order`).
-    out.warm_candidate.clear();
-    out.warm_value.clear();
-    out.for_each_warm([&](std::uint32_t cand, double value) {
-      out.warm_candidate.push_back(cand);
-      out.warm_value.push_back(value);
-    });
+    // Last substep's contacts are in its colour order.
+    out.gather_warm();
     out.warm_in_contacts = false;
   } else if (out.warm_in_contacts) {
     std::swap(out.candidate, out.warm_candidate);
@@ -410,14 +404,7 @@ void take_warm(Contacts& from, Contacts& ahead) {
   // same bits: where `from` is in candidate order, its own arrays).
   const bool own = from.order.empty();
   made_ahead[own ? 0 : 1].fetch_add(1, std::memory_order_relaxed);
-  if (!own) {
-    from.warm_candidate.clear();
-    from.warm_value.clear();
-    from.for_each_warm([&](std::uint32_t cand, double value) {
-      from.warm_candidate.push_back(cand);
-      from.warm_value.push_back(value);
-    });
-  }
+  if (!own) from.gather_warm();
   const std::uint32_t* const place = ahead.order.empty() ? nullptr : ahead.order.data();
   const std::uint32_t* const warm_cand = own ? from.candidate.data() : from.warm_candidate.data();
   const double* const warm_value = own ? from.accum.data() : from.warm_value.data();

@@ -182,6 +182,17 @@ struct Contacts {
     for (std::size_t k = 0; k < cands.size(); ++k)
       if (values[k] > 0.0) fn(cands[k], values[k]);
   }
+  /// Contacts in a colour order of their own (`order`) that carry warm
+  /// values: those that carry, taken in candidate order into warm_candidate
+  /// and warm_value (for_each_warm walks them through `order`).
+  void gather_warm() {
+    warm_candidate.clear();
+    warm_value.clear();
+    for_each_warm([&](std::uint32_t cand, double value) {
+      warm_candidate.push_back(cand);
+      warm_value.push_back(value);
+    });
+  }
   /// How many warm values for_each_warm may call fn with, at most.
   std::size_t warm_bound() const { return warm_in_contacts ? candidate.size() : warm_candidate.size(); }
   /// No warm values: the next substep starts cold.

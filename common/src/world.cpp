@@ -498,8 +498,9 @@ void WorldState::step_substeps(StepStats& st) {
       restitute_contacts(bodies, d.contacts, p.restitution, resting, p.iterations);
     } else if (overlap) {
       recorded();  // the events of the substep before read `ahead`
-      std::swap(d.ahead.slot_of, d.contacts.slot_of);  // read by collide; relax reads it only where slotted
-      d.ahead.forget_warm();
+      // read by collide; relax reads it only where slotted. (`ahead` carries
+      // no warm values: take_warm used them up before it was swapped out.)
+      std::swap(d.ahead.slot_of, d.contacts.slot_of);
       std::uint64_t made = 0;
       double collide_seconds = 0.0;
       tbb::task_group ahead;
