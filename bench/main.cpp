@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
   const double ke_start = world.stats().kinetic_energy;
   const double energy_start = ke_start + world.stats().potential_energy;
   const carom::Vec2 momentum_start = world.stats().momentum;
-  std::uint64_t contacts = 0, collisions = 0, rebuilds = 0, rounds = 0, events = 0, capped_steps = 0;
+  std::uint64_t contacts = 0, collisions = 0, rebuilds = 0, repairs = 0, rounds = 0, events = 0, capped_steps = 0;
   double wall_impulse = 0.0;
   carom::StageTimes stage{};
   const auto t0 = Clock::now();
@@ -320,6 +320,7 @@ int main(int argc, char** argv) {
     contacts += st.contacts;
     collisions += st.collisions;
     rebuilds += st.pair_rebuilds;
+    repairs += st.pair_repairs;
     rounds = std::max<std::uint64_t>(rounds, st.rounds);
     events += st.events_processed;
     capped_steps += st.events_capped ? 1 : 0;
@@ -383,6 +384,7 @@ int main(int argc, char** argv) {
   j["contacts_per_step"] = static_cast<double>(contacts) * per_step;
   j["collisions_per_step"] = static_cast<double>(collisions) * per_step;
   j["pair_rebuilds_per_step"] = static_cast<double>(rebuilds) * per_step;
+  j["pair_repairs_per_step"] = static_cast<double>(repairs) * per_step;
   j["max_rounds"] = rounds;
   j["baseline"] = baseline;
   j["collisions"] = collisions;
@@ -431,8 +433,8 @@ int main(int argc, char** argv) {
                 secs, body_steps / 1e6, (steps > 0 ? static_cast<double>(steps) / secs : 0.0),
                 static_cast<double>(contacts) * per_step, hex(world.state_hash()).c_str(),
                 static_cast<double>(peak_rss) / 1e6);
-    std::printf("  pair rebuilds/step %.2f  candidate pairs %llu  max rounds %llu\n",
-                static_cast<double>(rebuilds) * per_step,
+    std::printf("  pair rebuilds/step %.2f  repairs/step %.2f  candidate pairs %llu  max rounds %llu\n",
+                static_cast<double>(rebuilds) * per_step, static_cast<double>(repairs) * per_step,
                 static_cast<unsigned long long>(st.candidate_pairs), static_cast<unsigned long long>(rounds));
     std::printf("  collisions %llu (%.3f M/s)   events %llu   capped steps %llu   pressure %.6g N/m\n",
                 static_cast<unsigned long long>(collisions), (steps > 0 ? static_cast<double>(collisions) / secs : 0.0) / 1e6,

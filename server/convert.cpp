@@ -42,6 +42,9 @@ Status saved_body_status(const Status& st) {
 // parallel arrays ("solver.warm_a[3]", "solver.wall_bits[2]"). A warm start
 // as a whole is named by its a, a list as a whole by its first array.
 Status saved_solver_status(const Status& st) {
+  // solver.repairs[r][k].id (the World's path) is solver.repairs[r].id[k] in the message.
+  if (st.index() && st.batch().rfind("solver.repairs[", 0) == 0 && !st.item_field().empty())
+    return Status{st.code(), "", st.reason()}.in_batch(st.batch() + "." + st.item_field(), *st.index());
   const bool warm = st.batch() == "solver.warm" || (!st.index() && st.field() == "solver.warm");
   const bool walls = st.batch() == "solver.walls" || (!st.index() && st.field() == "solver.walls");
   if (!warm && !walls) return st;
@@ -203,6 +206,15 @@ void save_world(const World& world, double tick_hz, v1::SavedWorld* out) {
   if (!solver.anchor_x.empty()) s->set_skin(solver.skin);
   s->mutable_anchor_skin()->Assign(solver.anchor_skin.begin(), solver.anchor_skin.end());
   s->set_contact_colours(solver.contact_colours);
+  for (const std::vector<MovedAnchor>& repair : solver.repairs) {
+    v1::AnchorRepair* r = s->add_repairs();
+    for (const MovedAnchor& m : repair) {
+      r->add_id(m.id);
+      r->add_x(m.x);
+      r->add_y(m.y);
+      r->add_skin(m.skin);
+    }
+  }
   out->set_state_hash(world.state_hash());
 }
 
@@ -268,6 +280,19 @@ Status load_world(const v1::SavedWorld& saved, const WorldConfig& config, double
   state.skin = solver.skin();
   state.anchor_skin.assign(solver.anchor_skin().begin(), solver.anchor_skin().end());
   state.contact_colours = solver.contact_colours();
+  state.repairs.resize(static_cast<std::size_t>(solver.repairs_size()));
+  for (int r = 0; r < solver.repairs_size(); ++r) {
+    const v1::AnchorRepair& repair = solver.repairs(r);
+    const std::string field = "solver.repairs[" + std::to_string(r) + "]";
+    for (const auto& [name, size] : {std::pair{".x", repair.x_size()}, std::pair{".y", repair.y_size()},
+                                     std::pair{".skin", repair.skin_size()}})
+      if (Status st = same_length((field + name).c_str(), size, repair.id_size(), "in " + field + ".id"); !st.ok())
+        return st;
+    std::vector<MovedAnchor>& moved = state.repairs[static_cast<std::size_t>(r)];
+    moved.resize(static_cast<std::size_t>(repair.id_size()));
+    for (int k = 0; k < repair.id_size(); ++k)
+      moved[static_cast<std::size_t>(k)] = {repair.id(k), repair.x(k), repair.y(k), repair.skin(k)};
+  }
   if (Status st = world.restore_solver_state(state); !st.ok()) return saved_solver_status(st);
 
   if (saved.state_hash() != 0 && world.state_hash() != saved.state_hash()) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "broad_phase.hpp"
+#include "discrete.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
 #include "support/scenes.hpp"
@@ -510,6 +511,111 @@ TEST(PairAnchors, SkinsPerBodyKeepEveryPairThatComesWithinReach) {
     EXPECT_TRUE(anchors.needs_rebuild(moved(now))) << "body " << i;
     break;
   }
+}
+
+// A repair of the pair list (DiscreteSolver::repair_pairs): the bodies past
+// their limits get new anchors and larger skins, and the list gains their new
+// partners at the end, in the overflow colour. After each repair the list
+// holds every pair the search would find at the anchors (so every pair within
+// the speculative distance while bodies stay within their limits), none twice,
+// and the colours still share no body but in the overflow colour.
+TEST(PairRepair, KeepsEveryPairWithinReachAndNoneTwice) {
+  Rng rng(23);
+  detail::BodyStore b;
+  const std::size_t n = 1200;
+  const double dt = 1.0 / 60.0, side = 36.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    b.id.push_back(static_cast<BodyId>(i + 1));
+    b.x.push_back(rng.uniform(0.0, side));
+    b.y.push_back(rng.uniform(0.0, side));
+    b.r.push_back(rng.uniform(0.2, 0.4));
+    b.m.push_back(rng.uniform(0.5, 2.0));
+    b.vx.push_back(rng.uniform(-4.0, 4.0));
+    b.vy.push_back(rng.uniform(-4.0, 4.0));
+  }
+  detail::DiscreteSolver d;
+  d.anchors.begin_step(n);
+  d.rebuild_pairs(b, dt, false);  // coloured (as the Verlet solver's, or a pile's)
+  ASSERT_FALSE(d.anchors.contact_colours());
+  const auto limit = [&](std::size_t i) {
+    const std::span<const float> skins = d.anchors.body_skin();
+    return 0.5 * 0.99 * (skins.empty() ? d.anchors.skin() : static_cast<double>(skins[i]));
+  };
+  const auto moved = [&] {
+    double m = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double dx = b.x[i] - d.anchors.x()[i], dy = b.y[i] - d.anchors.y()[i];
+      const std::span<const float> scale = d.anchors.reach_scale();
+      m = std::max(m, (dx * dx + dy * dy) * (scale.empty() ? 1.0 : static_cast<double>(scale[i])));
+    }
+    return m;
+  };
+  std::size_t repairs = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    // A few bodies go past their limits; the rest wander within theirs.
+    std::set<std::uint32_t> kicked;
+    const std::size_t k = 1 + static_cast<std::size_t>(rng.uniform(0.0, 6.0));
+    while (kicked.size() < k) kicked.insert(static_cast<std::uint32_t>(rng.uniform(0.0, static_cast<double>(n))));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double angle = rng.uniform(0.0, 6.283185307179586);
+      const double reach = kicked.count(static_cast<std::uint32_t>(i)) != 0 ? limit(i) * rng.uniform(1.05, 1.6)
+                                                                            : limit(i) * rng.uniform(0.0, 0.95);
+      b.x[i] = d.anchors.x()[i] + reach * std::cos(angle);
+      b.y[i] = d.anchors.y()[i] + reach * std::sin(angle);
+    }
+    ASSERT_TRUE(d.anchors.far(moved())) << "trial " << trial;
+    const std::size_t before = d.pairs.count;
+    if (!d.repair_pairs(b, dt)) {
+      // Past its budget: the caller rebuilds.
+      EXPECT_GT(repairs, 10u) << "trial " << trial;
+      d.rebuild_pairs(b, dt, false);
+      EXPECT_TRUE(d.anchors.repairs().empty());
+      continue;
+    }
+    ++repairs;
+    EXPECT_GE(d.pairs.count, before);
+    ASSERT_FALSE(d.anchors.far(moved())) << "trial " << trial << ": every body is within its limit after a repair";
+    ASSERT_EQ(d.anchors.repairs().back().size(), k) << "trial " << trial;
+    for (const auto& m : d.anchors.repairs().back()) {
+      EXPECT_TRUE(kicked.count(m.index)) << "trial " << trial;
+      EXPECT_EQ(d.anchors.x()[m.index], static_cast<float>(b.x[m.index]));
+      EXPECT_GT(m.skin, 0.0f);
+    }
+    // The list: none twice, every pair the search finds at the anchors, and
+    // so every pair within the speculative distance now.
+    const std::vector<Pair> list = d.pairs.flatten();
+    std::set<std::pair<std::uint32_t, std::uint32_t>> in_list;
+    for (const Pair p : list) ASSERT_TRUE(in_list.insert({p.a, p.b}).second) << "trial " << trial << ": pair twice";
+    detail::BodyRange range = detail::body_range(d.anchors.x(), d.anchors.y(), b.r);
+    std::vector<double> scratch;
+    const std::span<const double> extents = d.anchors.extents(b.r, scratch, range);
+    std::vector<double> ax(d.anchors.x().begin(), d.anchors.x().end()), ay(d.anchors.y().begin(), d.anchors.y().end());
+    for (const Pair p : detail::find_pairs_brute_force(ax, ay, extents, d.anchors.margin(d.speculative)))
+      ASSERT_TRUE(in_list.count({p.a, p.b})) << "trial " << trial << ": " << p.a << "-" << p.b << " missing";
+    for (const Pair p : detail::find_pairs_brute_force(b.x, b.y, b.r, 0.5 * d.speculative))
+      ASSERT_TRUE(in_list.count({p.a, p.b})) << "trial " << trial << ": " << p.a << "-" << p.b << " within reach";
+    // Colours: the pairs the repairs added are in the last (overflow) colour,
+    // the build's stay where they were.
+    const detail::Colouring& col = d.colouring;
+    ASSERT_EQ(col.begin.size(), detail::kColours + 1);
+    EXPECT_EQ(col.begin.back(), d.pairs.count);
+    EXPECT_EQ(col.block_begin.back(), d.pairs.blocks.size());
+    for (std::uint32_t c = 0; c + 1 < detail::kColours; ++c) {
+      std::set<std::uint32_t> bodies;
+      for (std::uint32_t q = col.begin[c]; q < col.begin[c + 1]; ++q)
+        ASSERT_TRUE(bodies.insert(list[q].a).second && bodies.insert(list[q].b).second) << "colour " << c;
+    }
+  }
+  EXPECT_GT(repairs, 20u);
+
+  // Too many bodies past their limits: no repair, nothing changed.
+  for (std::size_t i = 0; i < n; ++i) b.x[i] = d.anchors.x()[i] + limit(i) * 1.2;
+  const std::size_t count = d.pairs.count, made = d.anchors.repairs().size();
+  const std::vector<float> before(d.anchors.x().begin(), d.anchors.x().end());
+  EXPECT_FALSE(d.repair_pairs(b, dt));
+  EXPECT_EQ(d.pairs.count, count);
+  EXPECT_EQ(d.anchors.repairs().size(), made);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), d.anchors.x().begin()));
 }
 
 }  // namespace

@@ -457,6 +457,19 @@ World rebuild(const World& from, const SolverState* state) {
   return w;
 }
 
+bool same_repairs(const std::vector<std::vector<MovedAnchor>>& l, const std::vector<std::vector<MovedAnchor>>& r) {
+  if (l.size() != r.size()) return false;
+  for (std::size_t k = 0; k < l.size(); ++k) {
+    if (l[k].size() != r[k].size()) return false;
+    for (std::size_t q = 0; q < l[k].size(); ++q)
+      if (l[k][q].id != r[k][q].id || std::memcmp(&l[k][q].x, &r[k][q].x, sizeof(float)) != 0 ||
+          std::memcmp(&l[k][q].y, &r[k][q].y, sizeof(float)) != 0 ||
+          std::memcmp(&l[k][q].skin, &r[k][q].skin, sizeof(float)) != 0)
+        return false;
+  }
+  return true;
+}
+
 bool same(const SolverState& l, const SolverState& r) {
   if (l.step != r.step || std::memcmp(&l.time, &r.time, sizeof(double)) != 0) return false;
   if (l.warm.size() != r.warm.size() || l.walls.size() != r.walls.size()) return false;
@@ -469,7 +482,7 @@ bool same(const SolverState& l, const SolverState& r) {
         std::memcmp(&l.walls[k].value, &r.walls[k].value, sizeof(double)) != 0)
       return false;
   return l.anchor_x == r.anchor_x && l.anchor_y == r.anchor_y && std::memcmp(&l.skin, &r.skin, sizeof(double)) == 0 &&
-         l.anchor_skin == r.anchor_skin && l.contact_colours == r.contact_colours;
+         l.anchor_skin == r.anchor_skin && l.contact_colours == r.contact_colours && same_repairs(l.repairs, r.repairs);
 }
 
 // The small pile with a row of bodies falling fast onto it: the fastest body
@@ -682,6 +695,129 @@ TEST(SolverState, SkinsPerBodyTravelWithTheStateAndDecideTheList) {
   bad.anchor_x.clear();
   bad.anchor_y.clear();
   refused(bad, "solver.anchor_skin");
+}
+
+// Repairs of the pair list (DiscreteSolver::repair_pairs): where a few
+// bodies of a pile have gone half their skins from their anchors, they get
+// new anchors and the list gains their partners, instead of a rebuild. The
+// repairs travel with the state: a world saved at any step, restored, goes
+// on bit for bit, and so do 1 and 8 threads. Bad repairs are refused by name.
+TEST(SolverState, RepairsOfThePairListTravelWithTheState) {
+  const PileWorlds pile = make_landing_pile();
+  World a(kRestoreConfig, pile.params);
+  ASSERT_TRUE(a.add_bodies(pile.bodies).ok());
+  World one({.max_bodies = 1u << 16, .threads = 1}, pile.params);
+  World eight({.max_bodies = 1u << 16, .threads = 8}, pile.params);
+  ASSERT_TRUE(one.add_bodies(pile.bodies).ok());
+  ASSERT_TRUE(eight.add_bodies(pile.bodies).ok());
+  std::uint64_t repairs = 0, rebuilds = 0;
+  std::size_t saved_with_repairs = 0;
+  SolverState with_repairs;
+  for (int s = 0; s < 150; ++s) {
+    // Saved before every step, restored, stepped beside the original.
+    const SolverState saved = a.solver_state();
+    World copy = rebuild(a, &saved);
+    ASSERT_TRUE(same(copy.solver_state(), saved)) << "step " << s;
+    if (!saved.repairs.empty()) {
+      ++saved_with_repairs;
+      with_repairs = saved;
+    }
+    a.step();
+    copy.step();
+    one.step();
+    eight.step();
+    repairs += a.stats().pair_repairs;
+    rebuilds += a.stats().pair_rebuilds;
+    ASSERT_EQ(copy.state_hash(), a.state_hash()) << "restored before step " << s << " with " << saved.repairs.size()
+                                                 << " repairs";
+    {
+      const SolverState l = copy.solver_state(), r = a.solver_state();
+      ASSERT_TRUE(same(l, r)) << "step " << s << " warm " << l.warm.size() << "/" << r.warm.size() << " walls "
+                              << l.walls.size() << "/" << r.walls.size() << " ax " << (l.anchor_x == r.anchor_x)
+                              << " ay " << (l.anchor_y == r.anchor_y) << " skin " << l.skin << "/" << r.skin
+                              << " askin " << l.anchor_skin.size() << "/" << r.anchor_skin.size() << " "
+                              << (l.anchor_skin == r.anchor_skin) << " rep " << l.repairs.size() << "/"
+                              << r.repairs.size() << " cc " << l.contact_colours << r.contact_colours;
+    }
+    ASSERT_EQ(one.state_hash(), a.state_hash()) << "1 thread, step " << s;
+    ASSERT_EQ(eight.state_hash(), a.state_hash()) << "8 threads, step " << s;
+  }
+  EXPECT_GT(repairs, 20u) << "bodies landing on the pile should set off repairs";
+  EXPECT_GT(repairs, rebuilds) << "most lists should be repaired, not rebuilt";
+  EXPECT_GT(saved_with_repairs, 10u) << "the state should often carry repairs";
+  ASSERT_FALSE(with_repairs.repairs.empty());
+  for (const auto& repair : with_repairs.repairs) {
+    ASSERT_FALSE(repair.empty());
+    for (std::size_t k = 0; k < repair.size(); ++k) {
+      EXPECT_GT(repair[k].skin, 0.0f);
+      EXPECT_LE(repair[k].skin, 2.0f * static_cast<float>(with_repairs.skin));
+      if (k > 0) EXPECT_LT(repair[k - 1].id, repair[k].id);
+    }
+  }
+
+  // Without its repairs the same state restores the list as built: other
+  // pairs, other bits.
+  {
+    SolverState state = with_repairs;
+    while (!state.repairs.empty() && a.solver_state().repairs.empty()) break;
+    state = a.solver_state();
+    for (int s = 0; s < 60 && state.repairs.empty(); ++s) {
+      a.step();
+      state = a.solver_state();
+    }
+    ASSERT_FALSE(state.repairs.empty()) << "no step left its list repaired";
+    SolverState none = state;
+    none.repairs.clear();
+    World b = rebuild(a, &state), c = rebuild(a, &none);
+    bool diverged = false;
+    for (int s = 0; s < 100; ++s) {
+      a.step();
+      b.step();
+      c.step();
+      ASSERT_EQ(b.state_hash(), a.state_hash()) << "step " << s;
+      diverged |= c.state_hash() != a.state_hash();
+    }
+    EXPECT_TRUE(diverged) << "the repairs decide the list";
+  }
+
+  // Bad repairs are refused by name and change nothing.
+  SolverState good = a.solver_state();
+  for (int s = 0; s < 60 && good.repairs.empty(); ++s) {
+    a.step();
+    good = a.solver_state();
+  }
+  ASSERT_FALSE(good.repairs.empty());
+  const std::uint64_t hash = a.state_hash();
+  auto refused = [&](const SolverState& bad, const std::string& field, StatusCode code = StatusCode::kInvalidArgument) {
+    const Status st = a.restore_solver_state(bad);
+    EXPECT_EQ(st.code(), code) << field << ": " << st.message();
+    EXPECT_EQ(st.field(), field) << st.message();
+    EXPECT_EQ(a.state_hash(), hash);
+    EXPECT_TRUE(same(a.solver_state(), good)) << field;
+  };
+  SolverState bad = good;
+  bad.repairs[0][0].id = 77777;
+  refused(bad, "solver.repairs[0][0].id", StatusCode::kNotFound);
+  bad = good;
+  bad.repairs[0][0].x = std::numeric_limits<float>::quiet_NaN();
+  refused(bad, "solver.repairs[0][0].x");
+  bad = good;
+  bad.repairs[0][0].skin = 0.0f;
+  refused(bad, "solver.repairs[0][0].skin");
+  bad = good;
+  bad.repairs[0][0].skin = 3.0f * static_cast<float>(good.skin);
+  refused(bad, "solver.repairs[0][0].skin");
+  bad = good;
+  bad.repairs[0].push_back(bad.repairs[0].front());
+  refused(bad, "solver.repairs[0][" + std::to_string(good.repairs[0].size()) + "].id");
+  bad = good;
+  bad.repairs.emplace_back();
+  refused(bad, "solver.repairs[" + std::to_string(good.repairs.size()) + "]");
+  bad = good;
+  bad.anchor_x.clear();
+  bad.anchor_y.clear();
+  bad.anchor_skin.clear();
+  refused(bad, "solver.repairs");
 }
 
 TEST(SolverState, PileDivergesWithoutWarmStartsOrWallTouches) {

@@ -788,6 +788,7 @@ TEST(SimState, LoadWithoutSolverStateWouldDiverge) {
   saved.mutable_solver()->clear_anchor_y();
   saved.mutable_solver()->clear_skin();
   saved.mutable_solver()->clear_anchor_skin();
+  saved.mutable_solver()->clear_repairs();
   SimState b(options());
   ASSERT_TRUE(b.load_saved(saved).ok());
   ASSERT_EQ(b.world().state_hash(), a.world().state_hash());

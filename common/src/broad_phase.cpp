@@ -36,6 +36,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "parallel.hpp"
 
@@ -468,6 +469,9 @@ double anchor_error(double xmax) { return 6e-8 * xmax + 1e-30; }
 
 void PairAnchors::begin_step(std::size_t n) {
   if (restored_ && restored_->x.size() == n) {
+    // The anchors of the build with the repairs since made: the original's
+    // anchors and skins, and its rounding bound, the largest of the build's
+    // and each repair's (move).
     x_ = restored_->x;
     y_ = restored_->y;
     skin_ = restored_->skin;
@@ -477,7 +481,21 @@ void PairAnchors::begin_step(std::size_t n) {
     for (std::size_t i = 0; i < x_.size(); ++i)
       xmax = std::max({xmax, std::abs(static_cast<double>(x_[i])), std::abs(static_cast<double>(y_[i]))});
     error_ = x_.empty() ? 0.0 : anchor_error(xmax);
-    per_body_limits();
+    per_body_limits();  // the build's least skin
+    if (!restored_->repairs.empty()) {
+      if (body_skin_.empty()) {
+        body_skin_.assign(x_.size(), static_cast<float>(skin_));
+        least_body_skin_ = static_cast<float>(skin_);
+      }
+      for (const Repair& repair : restored_->repairs)
+        for (const Moved& m : repair) {
+          x_[m.index] = m.x;
+          y_[m.index] = m.y;
+          body_skin_[m.index] = m.skin;
+          error_ = std::max(error_, anchor_error(std::max(std::abs(static_cast<double>(m.x)), std::abs(static_cast<double>(m.y)))));
+        }
+      per_body_limits(true);
+    }
   }
   if (x_.size() != n) {
     // Bodies were added or removed: the list is rebuilt anyway, which
@@ -490,19 +508,203 @@ void PairAnchors::begin_step(std::size_t n) {
   }
 }
 
-bool PairAnchors::needs_rebuild(double moved) {
-  bool far = false;
+bool PairAnchors::far(double moved) const {
   if (scale_.empty()) {
     const double half_skin = 0.5 * skin_ * 0.99;
-    far = moved_at_most(moved, error_) > half_skin * half_skin;
-  } else {
-    far = always_ || moved > 1.0;
+    return moved_at_most(moved, error_) > half_skin * half_skin;
   }
-  if (far) restored_.reset();
-  return stale_ || far;
+  return always_ || moved > 1.0;
 }
 
-void PairAnchors::per_body_limits() {
+bool PairAnchors::needs_rebuild(double moved) {
+  const bool gone = far(moved);
+  if (gone) restored_.reset();
+  return stale_ || gone;
+}
+
+std::size_t PairAnchors::beyond(std::span<const double> x, std::span<const double> y, std::size_t most,
+                                std::vector<std::uint32_t>& out) const {
+  out.clear();
+  if (!scale_.empty() && always_) return most + 1;
+  const double half_skin = 0.5 * skin_ * 0.99;
+  // With one skin, bodies well inside it are passed over without a square
+  // root: moved_at_most(d2) <= (sqrt(d2) + 1.42 error)^2 (1 + 1e-15).
+  const double clear = std::max(0.0, 0.999 * half_skin - 1.42 * error_);
+  const double inside = clear * clear * (1.0 - 1e-9);
+  // The integrate stage's squared distance (moved_in), body by body.
+  for (std::size_t i = 0; i < x_.size() && out.size() <= most; ++i) {
+    const double dx = x[i] - x_[i], dy = y[i] - y_[i];
+    const double d2 = dx * dx + dy * dy;
+    const bool gone = scale_.empty() ? d2 > inside && moved_at_most(d2, error_) > half_skin * half_skin
+                                     : d2 * static_cast<double>(scale_[i]) > 1.0;
+    if (gone) out.push_back(static_cast<std::uint32_t>(i));
+  }
+  return out.size();
+}
+
+void PairAnchors::move(const Repair& bodies) {
+  // A list with one skin gets one per body, the common one but for these.
+  const double error_before = error_;
+  const bool one_skin = body_skin_.empty();
+  if (one_skin) {
+    body_skin_.assign(x_.size(), static_cast<float>(skin_));
+    least_body_skin_ = static_cast<float>(skin_);
+  }
+  Repair before;
+  before.reserve(bodies.size());
+  for (const Moved& m : bodies) {
+    before.push_back({m.index, x_[m.index], y_[m.index], body_skin_[m.index]});
+    built_.emplace(m.index, before.back());  // kept where it was moved before
+    max_skin_ = std::max(max_skin_, m.skin);
+    x_[m.index] = m.x;
+    y_[m.index] = m.y;
+    body_skin_[m.index] = m.skin;
+    error_ = std::max(error_, anchor_error(std::max(std::abs(static_cast<double>(m.x)), std::abs(static_cast<double>(m.y)))));
+  }
+  repaired_bodies_ += bodies.size();
+  repairs_.push_back(bodies);
+  undone_.push_back(std::move(before));
+  // The limits of the bodies moved (skins only grow: no limit falls below
+  // the rounding bound that was not already), all of them where the
+  // rounding bound grew or there were none per body.
+  if (one_skin || error_ != error_before || always_) {
+    per_body_limits(true);
+  } else {
+    for (const Moved& m : bodies) scale_[m.index] = limit_scale(m.skin);
+  }
+}
+
+void PairAnchors::built_from(std::vector<float>& x, std::vector<float>& y, std::vector<float>& skin) const {
+  x.assign(x_.begin(), x_.end());
+  y.assign(y_.begin(), y_.end());
+  skin.clear();
+  for (auto r = undone_.rbegin(); r != undone_.rend(); ++r)
+    for (const Moved& m : *r) {
+      x[m.index] = m.x;
+      y[m.index] = m.y;
+    }
+  // The skins of the build: none per body where it had one skin (the
+  // repairs' own are in repairs()).
+  if (!built_skins_) return;
+  skin.assign(body_skin_.begin(), body_skin_.end());
+  for (auto r = undone_.rbegin(); r != undone_.rend(); ++r)
+    for (const Moved& m : *r) skin[m.index] = m.skin;
+}
+
+namespace {
+
+// What partners() reads: the anchors, radii and skins (null: one skin).
+struct PartnerInput {
+  const float* x;
+  const float* y;
+  const double* r;
+  const float* skin;
+  double least;
+  double margin;
+};
+
+// find_pairs' extent of body j (PairAnchors::extents) grown by the margin.
+inline double grown(const PartnerInput& in, std::size_t j) {
+  return (in.skin ? in.r[j] + 0.5 * (static_cast<double>(in.skin[j]) - in.least) : in.r[j]) + in.margin;
+}
+
+
+}  // namespace
+
+void PairAnchors::partners(std::span<const double> radius, double speculative, std::span<const std::uint32_t> moved,
+                           std::vector<Pair>& out) const {
+  if (moved.empty()) return;
+  // find_pairs' extents (extents()) grown by margin(), its predicate.
+  const PartnerInput in{x_.data(), y_.data(), radius.data(), body_skin_.empty() ? nullptr : body_skin_.data(),
+                        least_skin(), margin(speculative)};
+  const std::size_t n = x_.size();
+  // Cells at least as wide as any moved body's grown extent plus any
+  // body's (rmax_ and the largest skin, max_skin_): a partner is at most
+  // one cell away. Over the moved bodies' box, grown by a cell each side.
+  double reach_moved = 0.0, x0 = std::numeric_limits<double>::infinity(), y0 = x0, x1 = -x0, y1 = -x0;
+  for (const std::uint32_t i : moved) {
+    reach_moved = std::max(reach_moved, grown(in, i));
+    x0 = std::min(x0, static_cast<double>(x_[i]));
+    x1 = std::max(x1, static_cast<double>(x_[i]));
+    y0 = std::min(y0, static_cast<double>(y_[i]));
+    y1 = std::max(y1, static_cast<double>(y_[i]));
+  }
+  const double reach_any = rmax_ + 0.5 * (static_cast<double>(max_skin_) - in.least) + in.margin;
+  double cell = (reach_moved + reach_any) * (1.0 + 1e-6);
+  // Not many more cells than bodies (moved bodies far apart get wider cells).
+  const auto cells_of = [&](double c) {
+    return ((x1 - x0) / c + 6.0) * ((y1 - y0) / c + 6.0);
+  };
+  while (cells_of(cell) > 2.0 * static_cast<double>(n) + 1024.0) cell *= 2.0;
+  // Two cells of room on each side: moved bodies' cells are from 2 to
+  // (x1 - x0) / cell + 2, their partners' at most one further, and each of
+  // those has its 3 x 3 inside (a cell more at the far end for rounding).
+  const double inv = 1.0 / cell;
+  const auto w = static_cast<std::int64_t>((x1 - x0) * inv) + 6, h = static_cast<std::int64_t>((y1 - y0) * inv) + 6;
+  x0 -= 2.0 * cell;
+  y0 -= 2.0 * cell;
+  const auto cell_of = [&](std::int64_t cx, std::int64_t cy) { return static_cast<std::size_t>(cy * w + cx); };
+  // The moved bodies by cell (counting sort), and which cells have one in
+  // their 3 x 3.
+  std::vector<std::uint32_t> start(static_cast<std::size_t>(w * h) + 1, 0), in_cell(moved.size());
+  std::vector<std::uint8_t> near(static_cast<std::size_t>(w * h), 0);
+  const auto cx_of = [&](double x) { return static_cast<std::int64_t>(std::floor((x - x0) * inv)); };
+  const auto cy_of = [&](double y) { return static_cast<std::int64_t>(std::floor((y - y0) * inv)); };
+  for (const std::uint32_t i : moved) {
+    const std::int64_t cx = std::clamp<std::int64_t>(cx_of(x_[i]), 1, w - 2),
+                       cy = std::clamp<std::int64_t>(cy_of(y_[i]), 1, h - 2);
+    ++start[cell_of(cx, cy) + 1];
+    for (std::int64_t dy = -1; dy <= 1; ++dy)
+      for (std::int64_t dx = -1; dx <= 1; ++dx) near[cell_of(cx + dx, cy + dy)] = 1;
+  }
+  for (std::size_t c = 0; c + 1 < start.size(); ++c) start[c + 1] += start[c];
+  {
+    std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+    for (const std::uint32_t i : moved)
+      in_cell[fill[cell_of(std::clamp<std::int64_t>(cx_of(x_[i]), 1, w - 2), std::clamp<std::int64_t>(cy_of(y_[i]), 1, h - 2))]++] = i;
+  }
+  // Every body against the moved ones in the 3 x 3 cells around it. A
+  // partner's cell is from 1 to w - 3 (h - 3): others are skipped before
+  // their cell is taken (truncation is floor from 1 up).
+  const double ux = static_cast<double>(w - 2), uy = static_cast<double>(h - 2);
+  const float* const xs = x_.data();
+  const float* const ys = y_.data();
+  for (std::size_t j = 0; j < n; ++j) {
+    const double xj = xs[j], yj = ys[j];
+    const double u = (xj - x0) * inv, v = (yj - y0) * inv;
+    if (!(u >= 1.0 && u < ux && v >= 1.0 && v < uy)) continue;
+    const auto cx = static_cast<std::int64_t>(u), cy = static_cast<std::int64_t>(v);
+    if (near[cell_of(cx, cy)] == 0) continue;
+    const double ej = grown(in, j);
+    for (std::int64_t dy = -1; dy <= 1; ++dy)
+      for (std::int64_t dx = -1; dx <= 1; ++dx) {
+        const std::size_t c = cell_of(cx + dx, cy + dy);
+        for (std::uint32_t q = start[c]; q < start[c + 1]; ++q) {
+          const std::uint32_t i = in_cell[q];
+          if (i != j && discs_overlap(x_[i], y_[i], grown(in, i), xj, yj, ej))
+            out.push_back(j < i ? Pair{static_cast<std::uint32_t>(j), i} : Pair{i, static_cast<std::uint32_t>(j)});
+        }
+      }
+  }
+}
+
+bool PairAnchors::built_pair(std::span<const double> radius, double speculative, Pair p) const {
+  // The anchors and skins of the build (before the first repair of either).
+  const auto at_build = [&](std::uint32_t i) {
+    const auto it = built_.find(i);
+    if (it != built_.end()) return it->second;
+    return Moved{i, x_[i], y_[i], body_skin_.empty() ? 0.0f : body_skin_[i]};
+  };
+  const Moved a = at_build(p.a), b = at_build(p.b);
+  const double margin = this->margin(speculative), least = least_skin();
+  // extents() of the build: the radius where it had one skin.
+  const auto grown_at_build = [&](const Moved& m) {
+    return (built_skins_ ? radius[m.index] + 0.5 * (static_cast<double>(m.skin) - least) : radius[m.index]) + margin;
+  };
+  return discs_overlap(a.x, a.y, grown_at_build(a), b.x, b.y, grown_at_build(b));
+}
+
+void PairAnchors::per_body_limits(bool keep_least) {
   scale_.clear();
   always_ = false;
   if (body_skin_.empty()) return;
@@ -522,7 +724,7 @@ void PairAnchors::per_body_limits() {
       least = std::min(least, body_skin_[i]);
       const double t = 0.5 * static_cast<double>(body_skin_[i]) * 0.99 - rounding;
       always |= t > 0.0 ? 0 : 1;
-      scale_[i] = t > 0.0 ? static_cast<float>(1.0 / (t * t)) : 0.0f;
+      scale_[i] = limit_scale(body_skin_[i]);
     }
     block_least[blk] = {least, always};
   });
@@ -531,7 +733,14 @@ void PairAnchors::per_body_limits() {
     least = std::min(least, l);
     always_ = always_ || a != 0;
   }
-  least_body_skin_ = least;
+  // The least skin is the build's: repairs only grow skins, and the
+  // extents (and so the pairs a repair adds) must not move under them.
+  if (!keep_least) least_body_skin_ = least;
+}
+
+float PairAnchors::limit_scale(float skin) const {
+  const double t = 0.5 * static_cast<double>(skin) * 0.99 - 1.4142135623730951 * error_;
+  return t > 0.0 ? static_cast<float>(1.0 / (t * t)) : 0.0f;
 }
 
 BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std::uint8_t> held,
@@ -548,6 +757,17 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std
   std::vector<double> block_v2(nb, 0.0), block_rsum(nb, 0.0);
   std::vector<BodyRange> block_range(nb);
   std::vector<std::size_t> block_held(nb, 0);
+  // A restored list is built from the anchors of its build; its repairs
+  // are made again after (DiscreteSolver::rebuild_pairs).
+  if (restored) {
+    x_ = restored_->x;
+    y_ = restored_->y;
+    body_skin_ = restored_->body_skin;
+  }
+  repairs_.clear();
+  undone_.clear();
+  built_.clear();
+  repaired_bodies_ = 0;
   for_blocks(n, kAnchorBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
     const double* const xs = b.x.data();
     const double* const ys = b.y.data();
@@ -630,6 +850,9 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std
       if (std::find(block_lower.begin(), block_lower.end(), 1) == block_lower.end()) body_skin_.clear();
     }
   }
+  built_skins_ = !body_skin_.empty();
+  rmax_ = n > 0 ? range.rmax : 0.0;
+  max_skin_ = static_cast<float>(skin_);  // no body's is larger at a build
   per_body_limits();
   restored_.reset();
   stale_ = false;

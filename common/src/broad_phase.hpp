@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -149,12 +150,24 @@ inline double moved_at_most(double d2, double error) {
 /// very same list. Simulation thread only.
 class PairAnchors {
  public:
+  /// A body a repair gave a new anchor (DiscreteSolver::repair_pairs): the
+  /// list kept every pair it had and gained the body's new partners.
+  struct Moved {
+    std::uint32_t index = 0;  ///< storage index
+    float x = 0.0f, y = 0.0f;  ///< its new anchor
+    float skin = 0.0f;  ///< its skin from then on (m); 0 where every body has the common skin
+    friend bool operator==(const Moved&, const Moved&) = default;
+  };
+  /// The bodies of one repair, in storage order.
+  using Repair = std::vector<Moved>;
+
   /// Anchors and skins as a saved world carries them.
   struct Saved {
-    std::vector<float> x, y;
+    std::vector<float> x, y;  ///< where the list was built (before any repair)
     double skin = 0.0;  ///< m: every body's, unless body_skin is given
-    std::vector<float> body_skin;  ///< m, per body, each in (0, skin]; or empty
+    std::vector<float> body_skin;  ///< m, per body, each in (0, skin]; or empty (as built)
     bool contact_colours = false;  ///< the list is left uncoloured (see contact_colours())
+    std::vector<Repair> repairs;   ///< made since the build, in order
   };
 
   /// The anchors, storage order (m).
@@ -218,10 +231,42 @@ class PairAnchors {
   /// `speculative`: half the least skin and half that distance.
   double margin(double speculative) const { return 0.5 * (least_skin() + speculative); }
 
+  /// Whether `moved` (as for needs_rebuild) puts some body near half its skin
+  /// from its anchor. No side effect.
+  bool far(double moved) const;
+  /// The bodies that far from their anchors (needs_rebuild's test, body by
+  /// body), in storage order; stops once `most` + 1 are listed. None is
+  /// listed, and `most` + 1 is returned, when some body's limit is below the
+  /// rounding bound (a rebuild every substep). Returns how many were listed.
+  std::size_t beyond(std::span<const double> x, std::span<const double> y, std::size_t most,
+                     std::vector<std::uint32_t>& out) const;
+  /// Gives the bodies of a repair their new anchors and skins (each at least
+  /// its old one), and records it.
+  void move(const Repair& bodies);
+  /// The repairs made since the list was built, in order.
+  std::span<const Repair> repairs() const { return repairs_; }
+  /// How many bodies those repairs moved, all together.
+  std::size_t repaired_bodies() const { return repaired_bodies_; }
+  /// The anchors and skins the list was built from (the repairs undone).
+  void built_from(std::vector<float>& x, std::vector<float>& y, std::vector<float>& skin) const;
+  /// Appends to `out` the pair of each body i of `moved` with every other
+  /// body j whose extent, grown as the search grows it, overlaps i's at the
+  /// anchors: the search's predicate, as (min, max) storage indices (a pair
+  /// of two moved bodies twice). One pass over the bodies, a grid over the
+  /// moved ones.
+  void partners(std::span<const double> radius, double speculative, std::span<const std::uint32_t> moved,
+                std::vector<Pair>& out) const;
+  /// Whether the build found pair p: the search's predicate at the anchors
+  /// and skins of the build.
+  bool built_pair(std::span<const double> radius, double speculative, Pair p) const;
+
  private:
   double least_skin() const { return body_skin_.empty() ? skin_ : least_body_skin_; }
-  // From body_skin_ and error_: scale_, always_, least_body_skin_.
-  void per_body_limits();
+  // From body_skin_ and error_: scale_, always_, and least_body_skin_
+  // unless `keep_least` (after a repair: the build's stays).
+  void per_body_limits(bool keep_least = false);
+  // 1 / (the distance a body of skin `skin` may move)^2 (0: below the rounding bound).
+  float limit_scale(float skin) const;
 
   std::vector<float> x_, y_;
   double skin_ = 0.0;
@@ -233,6 +278,13 @@ class PairAnchors {
   double error_ = 0.0;  // bound on |anchor - exact position| for every coordinate
   bool stale_ = true;
   std::optional<Saved> restored_;
+  std::vector<Repair> repairs_;  // since the build, in order
+  std::vector<Repair> undone_;   // each repair's bodies as they were before it
+  std::size_t repaired_bodies_ = 0;
+  bool built_skins_ = false;  // the build gave skins per body (a repair may give them to a list without)
+  std::unordered_map<std::uint32_t, Moved> built_;  // repaired bodies: anchor and skin at the build
+  double rmax_ = 0.0;       // largest radius at the build
+  float max_skin_ = 0.0f;   // no body's skin is larger
 };
 
 }  // namespace carom::detail

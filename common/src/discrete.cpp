@@ -14,6 +14,10 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
 #include "parallel.hpp"
 
 namespace carom::detail {
@@ -25,11 +29,42 @@ namespace {
 constexpr double kSpeculative = 0.1;
 // From this many bodies the broad phase's arrays are freed after each search.
 constexpr std::size_t kReleaseScratchAt = std::size_t{1} << 17;
+// A repair moves at most this many bodies plus a share of the world's;
+// beyond, the list is rebuilt.
+constexpr std::size_t kRepairMost = 64;
+// The repairs since a build may move this many bodies and add this many
+// pairs (solved in order, on one thread) in all, plus a share of the world.
+constexpr std::size_t kRepairedBodies = 256;
+constexpr std::size_t kExtraPairs = 2048;
+
+// Appends `extra` (sorted) to the list as one block at its end: the overflow
+// colour's (solved in order) where the list is coloured, the one colour's
+// where it is not. Candidate indices of the pairs already there stay.
+void append_pairs(std::vector<Pair> extra, PairBlocks& pairs, Colouring& colouring) {
+  if (extra.empty()) return;
+  pairs.count += extra.size();
+  pairs.blocks.push_back(std::move(extra));
+  const auto count = static_cast<std::uint32_t>(pairs.count);
+  const auto blocks = static_cast<std::uint32_t>(pairs.blocks.size());
+  if (!colouring.per_contact) {
+    // Colours up to the overflow colour, those between empty.
+    if (colouring.begin.empty()) colouring.begin.assign(1, 0);
+    if (colouring.block_begin.empty()) colouring.block_begin.assign(1, 0);
+    colouring.begin.resize(kColours + 1, colouring.begin.back());
+    colouring.block_begin.resize(kColours + 1, colouring.block_begin.back());
+  }
+  colouring.begin.back() = count;
+  colouring.block_begin.back() = blocks;
+}
 
 }  // namespace
 
 void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt, bool may_colour_contacts) {
   const std::size_t n = b.size();
+  // A restored list's repairs, made again once it is built from its anchors.
+  std::vector<PairAnchors::Repair> replay;
+  if (const PairAnchors::Saved* saved = anchors.restored(); saved != nullptr && saved->x.size() == n)
+    replay = saved->repairs;
   // Storage indices are stale after an edit; warm values are kept only
   // across rebuilds caused by motion (or come from restore).
   const WarmTable warm = pending_warm ? warm_table(b, *pending_warm)
@@ -72,8 +107,67 @@ void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt, bool may_colou
   } else {
     colour_pairs(n, pairs, colouring, n >= kReleaseScratchAt);
   }
+  added.clear();
+  for (const PairAnchors::Repair& repair : replay) add_partners(b, repair);
   restore_warm(pairs, warm, contacts);
   edited = false;
+}
+
+bool DiscreteSolver::repair_pairs(const BodyStore& b, double dt) {
+  const std::size_t n = b.size();
+  if (n == 0) return false;
+  // A restored list (its anchors and repairs) counts as the original's,
+  // whatever the bodies' insertion did to `edited`.
+  const PairAnchors::Saved* saved = anchors.restored();
+  const bool restored = saved != nullptr && saved->x.size() == n;
+  if (!restored && (edited || !anchors.current(n))) return false;
+  // A gas (a list left uncoloured: no body held) rebuilds: its fastest
+  // bodies go their half skins together, all over the box, and a repair of
+  // a hundred of them costs what the rebuild does.
+  if (restored ? saved->contact_colours : anchors.contact_colours()) return false;
+  const std::size_t most = kRepairMost + n / 128;
+  const std::size_t far = anchors.beyond(b.x, b.y, most, far_bodies);
+  if (far == 0 || far > most) return false;
+  // The list the original world had when it was saved.
+  if (restored) rebuild_pairs(b, dt, true);
+  if (anchors.repaired_bodies() + far > kRepairedBodies + n / 32 || added.size() > kExtraPairs + pairs.count / 32)
+    return false;
+  // Twice the skin (a body that went half its skin often goes on, faster),
+  // at most twice the common one, never smaller than it was. From the
+  // positions and anchors alone: a repair gives the same list whether it
+  // is made at the end of a substep or at the start of the next.
+  const std::span<const float> skins = anchors.body_skin();
+  const auto common = static_cast<float>(anchors.skin());
+  PairAnchors::Repair repair;
+  repair.reserve(far);
+  for (const std::uint32_t i : far_bodies) {
+    const float now = skins.empty() ? common : skins[i];
+    const float skin = std::max(now, std::min(2.0f * now, 2.0f * common));
+    repair.push_back({i, static_cast<float>(b.x[i]), static_cast<float>(b.y[i]), skin});
+  }
+  add_partners(b, repair);
+  return true;
+}
+
+void DiscreteSolver::add_partners(const BodyStore& b, const PairAnchors::Repair& moved) {
+  anchors.move(moved);
+  // Their partners at the new anchors, each pair once.
+  std::vector<std::uint32_t> bodies(moved.size());
+  for (std::size_t k = 0; k < moved.size(); ++k) bodies[k] = moved[k].index;
+  std::vector<Pair> found;
+  anchors.partners(b.r, speculative, bodies, found);
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  // Less those the list has: the build's, and those repairs added.
+  std::vector<Pair> extra;
+  for (const Pair p : found)
+    if (!anchors.built_pair(b.r, speculative, p) && !std::binary_search(added.begin(), added.end(), p))
+      extra.push_back(p);
+  if (extra.empty()) return;
+  const std::size_t had = added.size();
+  added.insert(added.end(), extra.begin(), extra.end());
+  std::inplace_merge(added.begin(), added.begin() + static_cast<std::ptrdiff_t>(had), added.end());
+  append_pairs(std::move(extra), pairs, colouring);
 }
 
 void DiscreteSolver::held_bodies(std::size_t n, const WarmTable& warm, std::vector<std::uint8_t>& out) const {
@@ -123,18 +217,27 @@ void DiscreteSolver::save(const BodyStore& b, SolverState& out) const {
     out.warm.push_back({static_cast<BodyId>(key >> 32), static_cast<BodyId>(key & 0xFFFFFFFFu), value});
   // The anchors the current candidate list was built from (none when the
   // next step rebuilds it anyway, as after a continuous step).
+  // Repairs by id (storage order is id order).
+  const auto by_id = [&](std::span<const PairAnchors::Repair> repairs) {
+    out.repairs.reserve(repairs.size());
+    for (const PairAnchors::Repair& repair : repairs) {
+      std::vector<MovedAnchor>& moved = out.repairs.emplace_back();
+      moved.reserve(repair.size());
+      for (const PairAnchors::Moved& m : repair) moved.push_back({b.id[m.index], m.x, m.y, m.skin});
+    }
+  };
   if (const PairAnchors::Saved* saved = anchors.restored()) {
     out.anchor_x = saved->x;
     out.anchor_y = saved->y;
     out.skin = saved->skin;
     out.anchor_skin = saved->body_skin;
     out.contact_colours = saved->contact_colours;
+    by_id(saved->repairs);
   } else if (!edited && anchors.current(b.size())) {
-    out.anchor_x.assign(anchors.x().begin(), anchors.x().end());
-    out.anchor_y.assign(anchors.y().begin(), anchors.y().end());
+    anchors.built_from(out.anchor_x, out.anchor_y, out.anchor_skin);
     out.skin = anchors.skin();
-    out.anchor_skin.assign(anchors.body_skin().begin(), anchors.body_skin().end());
     out.contact_colours = anchors.contact_colours();
+    by_id(anchors.repairs());
   }
   // Wall entries are storage index << 2 | wall, kWallBit* = 1 << wall; in
   // storage (= id) order, walls in order.

@@ -38,6 +38,8 @@ struct DiscreteSolver {
   // Warm starts restored by restore, by id pair: the next rebuild takes them
   // instead of what the current candidate list carries.
   std::optional<WarmByIds> pending_warm;
+  std::vector<Pair> added;              // the pairs repairs added since the build, sorted (repair_pairs)
+  std::vector<std::uint32_t> far_bodies;  // scratch: the bodies a repair moves
   std::vector<std::uint8_t> held;       // scratch: per body, carried load at the last rebuild (or empty: none)
   std::vector<double> extent_scratch;   // scratch: the search's extents when skins are per body
 
@@ -48,9 +50,20 @@ struct DiscreteSolver {
   /// `may_colour_contacts` (the discrete solver), a list where no body holds
   /// is left uncoloured and each substep colours its contacts.
   void rebuild_pairs(const BodyStore& b, double dt, bool may_colour_contacts);
+  /// Instead of a rebuild, where a few bodies have gone half their skin
+  /// from their anchors (the rest are within theirs): those bodies get new
+  /// anchors, and skins for their speed, and the list keeps its pairs and
+  /// gains their new partners, at the end of the overflow colour (solved in
+  /// order). Returns false, having changed nothing, where a rebuild is due:
+  /// too many bodies, or the repairs since the build have moved too many or
+  /// added too many pairs. A restored world first builds the list it had
+  /// (its anchors, then its repairs made again).
+  bool repair_pairs(const BodyStore& b, double dt);
   /// Which of `n` bodies carried load in the last substep: a warm pair
   /// (`warm`) or wall contact. Empty when none did.
   void held_bodies(std::size_t n, const WarmTable& warm, std::vector<std::uint8_t>& out) const;
+  /// The repair itself: new anchors, new pairs appended to the list.
+  void add_partners(const BodyStore& b, const PairAnchors::Repair& moved);
 
   /// Bodies were moved by hand: the list, the wall touches and restored
   /// anchors no longer hold; warm starts are kept, by id.

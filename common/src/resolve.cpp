@@ -141,6 +141,7 @@ struct ColourChunks {
   std::size_t threads = static_cast<std::size_t>(tbb::this_task_arena::max_concurrency());
   std::size_t count(std::uint32_t c) const {
     const std::size_t size = cs.colour_begin[c + 1] - cs.colour_begin[c];
+    if (size == 0) return 0;  // colours between the last and the overflow colour (repairs)
     if (c == kOverflow || size < kSplitFrom) return 1;
     return std::max(size / kLaneGrain, std::min(threads, size / (kSplitFrom / 2)));
   }

@@ -225,6 +225,13 @@ struct Contacts {
     colour_begin.clear();
   }
   std::uint32_t colours() const { return colour_begin.empty() ? 0 : static_cast<std::uint32_t>(colour_begin.size() - 1); }
+  /// The colours that hold contacts (a repaired list's overflow colour comes
+  /// after empty ones).
+  std::uint32_t rounds() const {
+    std::uint32_t held = 0;
+    for (std::uint32_t c = 0; c < colours(); ++c) held += colour_begin[c + 1] != colour_begin[c] ? 1 : 0;
+    return held;
+  }
 };
 
 /// Warm-start values keyed by (lower id << 32 | higher id), sorted by key.

@@ -436,6 +436,7 @@ void WorldState::step_substeps(StepStats& st) {
     // 1. Integrate velocities: gravity and damping.
     auto t = Clock::now();
     double moved2 = 0.0;  // largest (scaled) squared distance of a body from its anchor
+    const bool measured_now = !verlet && moved_after_move < 0.0;  // else the last substep repaired (step 5)
     if (verlet) {
       integrate_velocities(bodies, p.gravity, damping, h, {}, {});
       moved2 = predict_positions(bodies, h, d.px, d.py, d.anchors.x(), d.anchors.y(), d.anchors.reach_scale());
@@ -450,9 +451,16 @@ void WorldState::step_substeps(StepStats& st) {
     // 2. Broad phase: spatial hash buckets -> coloured candidate pairs, when
     //    the list is stale or some body nears half its skin from its anchor.
     t = Clock::now();
-    if (!collided_ahead && d.anchors.needs_rebuild(moved2)) {
-      d.rebuild_pairs(bodies, p.dt, !verlet);
-      ++st.pair_rebuilds;
+    //    Where a few bodies are past their limits, the list is repaired
+    //    instead (DiscreteSolver::repair_pairs; made at the end of the last
+    //    substep, step 5, but in a step's first substep).
+    if (!collided_ahead) {
+      if (measured_now && d.anchors.far(moved2) && d.repair_pairs(bodies, p.dt)) {
+        ++st.pair_repairs;
+      } else if (d.anchors.needs_rebuild(moved2)) {
+        d.rebuild_pairs(bodies, p.dt, !verlet);
+        ++st.pair_rebuilds;
+      }
     }
     st.seconds.find_pairs += seconds_since(t);
 
@@ -462,7 +470,7 @@ void WorldState::step_substeps(StepStats& st) {
       st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts);
     if (!verlet) collide_walls(bodies, p.bounds, d.speculative, d.walls, d.contacts.slots());
     st.seconds.collide += seconds_since(t);
-    st.rounds = std::max(st.rounds, d.contacts.colours());
+    st.rounds = std::max(st.rounds, d.contacts.rounds());
 
     // 4. Resolve: impacts, warm start and soft passes (Verlet: push apart),
     //    walls first, then colour by colour.
@@ -483,6 +491,17 @@ void WorldState::step_substeps(StepStats& st) {
                               : integrate_positions(bodies, p, h, resting);
     }
     st.seconds.integrate_positions += seconds_since(t);
+    // The next substep's repair of the pair list (step 2), made now: it
+    // reads positions and anchors only, which nothing changes before then,
+    // and so the next contacts may still be made while this substep relaxes.
+    if (!verlet && sub + 1 < p.substeps && d.anchors.far(moved_after_move)) {
+      t = Clock::now();
+      if (d.repair_pairs(bodies, p.dt)) {
+        ++st.pair_repairs;
+        moved_after_move = 0.0;  // every body within its limit now
+      }
+      st.seconds.find_pairs += seconds_since(t);
+    }
 
     // 6. Relax (Verlet: restitution on the derived velocities), and keep
     //    the warm values. Relax changes velocities only, and the next
@@ -835,12 +854,48 @@ Status World::restore_solver_state(const SolverState& state) {
       return invalid_argument("solver.contact_colours",
                               "a list built with skins per body (bodies that carried load) is coloured whole",
                               "true with " + std::to_string(state.anchor_skin.size()) + " skins per body");
+    if (state.contact_colours && !state.repairs.empty())
+      return invalid_argument("solver.repairs", "a list left uncoloured (a gas) is rebuilt, never repaired",
+                              std::to_string(state.repairs.size()) + " repairs with contact_colours");
+  } else if (!state.repairs.empty()) {
+    return invalid_argument("solver.repairs", "needs the anchors (anchor_x, anchor_y) of the list they repaired",
+                            std::to_string(state.repairs.size()) + " repairs without anchors");
   } else if (!state.anchor_skin.empty()) {
     return invalid_argument("solver.anchor_skin", "needs the anchors (anchor_x, anchor_y) it belongs to",
                             std::to_string(state.anchor_skin.size()) + " values without anchors");
   } else if (state.contact_colours) {
     return invalid_argument("solver.contact_colours", "needs the anchors (anchor_x, anchor_y) of the list it describes",
                             "true without anchors");
+  }
+  // Repairs by storage index: each lists known bodies, in increasing id
+  // order, with finite anchors and skins in (0, 2 skin].
+  std::vector<detail::PairAnchors::Repair> repairs;
+  repairs.reserve(state.repairs.size());
+  for (std::size_t r = 0; r < state.repairs.size(); ++r) {
+    const std::string field = "solver.repairs[" + std::to_string(r) + "]";
+    const std::vector<MovedAnchor>& moved = state.repairs[r];
+    if (moved.empty()) return invalid_argument(field, "must move at least one body", "none");
+    detail::PairAnchors::Repair& repair = repairs.emplace_back();
+    repair.reserve(moved.size());
+    const double most = 2.0 * static_cast<double>(static_cast<float>(state.skin));
+    for (std::size_t k = 0; k < moved.size(); ++k) {
+      const MovedAnchor& m = moved[k];
+      const std::size_t i = b.find(m.id);
+      if (i == detail::kNotFound) return unknown("id", m.id).in_batch(field, k);
+      if (k > 0 && !(moved[k - 1].id < m.id))
+        return invalid_argument("id", "must be in increasing order within a repair",
+                                std::to_string(moved[k - 1].id) + " then " + std::to_string(m.id))
+            .in_batch(field, k);
+      for (const auto& [name, v] : {std::pair{"x", m.x}, std::pair{"y", m.y}})
+        if (!(std::isfinite(v) && std::abs(v) <= kMaxCoordinate))
+          return invalid_argument(name, "must be finite and within +-" + format_number(kMaxCoordinate), format_number(v))
+              .in_batch(field, k);
+      if (!(std::isfinite(m.skin) && m.skin > 0.0f && static_cast<double>(m.skin) <= most))
+        return invalid_argument("skin", "must be finite and in (0, 2 skin] (m), skin " + format_number(state.skin),
+                                format_number(m.skin))
+            .in_batch(field, k);
+      repair.push_back({static_cast<std::uint32_t>(i), m.x, m.y, m.skin});
+    }
   }
   // One entry per (body, wall): storage index << 2 | wall, with its value.
   std::vector<std::pair<std::uint32_t, double>> entries;
@@ -871,7 +926,7 @@ Status World::restore_solver_state(const SolverState& state) {
   std::optional<detail::PairAnchors::Saved> anchors;
   if (anchored)
     anchors = detail::PairAnchors::Saved{state.anchor_x, state.anchor_y, state.skin, state.anchor_skin,
-                                         state.contact_colours};
+                                         state.contact_colours, std::move(repairs)};
   s.discrete.restore(std::move(warm), std::move(anchors), entries, b.size(), s.params.bounds.walled);
   s.gravity_valid = false;
   return {};

@@ -28,6 +28,15 @@ struct WallTouch {
   double value = 0.0;      ///< accumulated normal velocity change, m/s (finite, >= 0)
 };
 
+/// A body that a repair of the pair list gave a new anchor: where it was
+/// then, rounded to float, and the skin it got (m).
+struct MovedAnchor {
+  BodyId id = kAutoId;
+  float x = 0.0f;
+  float y = 0.0f;
+  float skin = 0.0f;  ///< in (0, 2 skin]
+};
+
 /// Everything but the bodies that decides the next step. Warm starts are
 /// sorted by (a, b), wall touches by (id, bits), one wall each.
 struct SolverState {
@@ -52,6 +61,13 @@ struct SolverState {
   /// anchors, and never with skins per body. False in saves from before it
   /// existed, whose lists were always coloured.
   bool contact_colours = false;
+  /// The repairs of the list since it was built, in order, each its bodies
+  /// in id order: where a few bodies had gone half their skins from their
+  /// anchors, they got new anchors and larger skins and the list gained
+  /// their new partners, instead of a rebuild. The anchors and skins above
+  /// are the build's. Only with the anchors, never with contact_colours.
+  /// Empty in saves from before repairs existed.
+  std::vector<std::vector<MovedAnchor>> repairs;
 };
 
 }  // namespace carom

@@ -61,6 +61,7 @@ struct StepStats {
   std::uint64_t candidate_pairs = 0; ///< broad-phase pairs in the current pair list (continuous: swept pairs plus the neighbour pairs the step's queries found)
   std::uint32_t rounds = 0;        ///< most rounds of the contact schedule in a substep
   std::uint32_t pair_rebuilds = 0; ///< broad-phase rebuilds during this step
+  std::uint32_t pair_repairs = 0;  ///< broad-phase repairs during this step (a few bodies re-anchored instead of a rebuild)
   double kinetic_energy = 0.0;     ///< J, sum 1/2 m v^2 after the step
   /// J, mutual gravity's potential energy after the step, 1/2 sum_i m_i phi_i
   /// with the softened potential (as the method sums it); 0 when it is off.
