@@ -862,6 +862,23 @@ TEST(SimState, LoadWorldCommandAndItsErrors) {
   bad = saved;
   bad.add_retired_id(saved.id(0));
   refused(bad, v1::INVALID_ARGUMENT, "load_world.world.retired_id[0]");
+  {
+    // A repair of the pair list naming no body, and one with a missing column.
+    const std::string repair = "load_world.world.solver.repairs[" + std::to_string(saved.solver().repairs_size()) + "]";
+    bad = saved;
+    v1::AnchorRepair* r = bad.mutable_solver()->add_repairs();
+    r->add_id(77777);
+    r->add_x(1.0f);
+    r->add_y(1.0f);
+    r->add_skin(0.1f);
+    refused(bad, v1::NOT_FOUND, repair + ".id[0]", "no body with id 77777");
+    bad = saved;
+    r = bad.mutable_solver()->add_repairs();
+    r->add_id(saved.id(0));
+    r->add_y(1.0f);
+    r->add_skin(0.1f);
+    refused(bad, v1::INVALID_ARGUMENT, repair + ".x", "0 values for 1");
+  }
   SimState small(options(10));
   v1::CommandResult r = run(small, load(saved));
   EXPECT_EQ(r.code(), v1::RESOURCE_EXHAUSTED) << r.message();

@@ -531,14 +531,29 @@ std::size_t PairAnchors::beyond(std::span<const double> x, std::span<const doubl
   // root: moved_at_most(d2) <= (sqrt(d2) + 1.42 error)^2 (1 + 1e-15).
   const double clear = std::max(0.0, 0.999 * half_skin - 1.42 * error_);
   const double inside = clear * clear * (1.0 - 1e-9);
-  // The integrate stage's squared distance (moved_in), body by body.
-  for (std::size_t i = 0; i < x_.size() && out.size() <= most; ++i) {
+  // The integrate stage's squared distance (moved_in), body by body; in
+  // fixed blocks, in parallel, where the bodies are many (the lists joined
+  // in order: storage order either way).
+  const auto gone = [&](std::size_t i) {
     const double dx = x[i] - x_[i], dy = y[i] - y_[i];
     const double d2 = dx * dx + dy * dy;
-    const bool gone = scale_.empty() ? d2 > inside && moved_at_most(d2, error_) > half_skin * half_skin
-                                     : d2 * static_cast<double>(scale_[i]) > 1.0;
-    if (gone) out.push_back(static_cast<std::uint32_t>(i));
+    return scale_.empty() ? d2 > inside && moved_at_most(d2, error_) > half_skin * half_skin
+                          : d2 * static_cast<double>(scale_[i]) > 1.0;
+  };
+  const std::size_t n = x_.size();
+  constexpr std::size_t kBeyondBlock = 16384;
+  if (n < 4 * kBeyondBlock) {
+    for (std::size_t i = 0; i < n && out.size() <= most; ++i)
+      if (gone(i)) out.push_back(static_cast<std::uint32_t>(i));
+    return out.size();
   }
+  std::vector<std::vector<std::uint32_t>> lists(block_count(n, kBeyondBlock));
+  for_blocks(n, kBeyondBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
+    for (std::size_t i = i0; i < i1 && lists[blk].size() <= most; ++i)
+      if (gone(i)) lists[blk].push_back(static_cast<std::uint32_t>(i));
+  });
+  for (const auto& list : lists)
+    for (std::size_t k = 0; k < list.size() && out.size() <= most; ++k) out.push_back(list[k]);
   return out.size();
 }
 
@@ -663,29 +678,36 @@ void PairAnchors::partners(std::span<const double> radius, double speculative, s
     for (const std::uint32_t i : moved)
       in_cell[fill[cell_of(std::clamp<std::int64_t>(cx_of(x_[i]), 1, w - 2), std::clamp<std::int64_t>(cy_of(y_[i]), 1, h - 2))]++] = i;
   }
-  // Every body against the moved ones in the 3 x 3 cells around it. A
-  // partner's cell is from 1 to w - 3 (h - 3): others are skipped before
+  // Every body against the moved ones in the 3 x 3 cells around it, in
+  // fixed blocks of bodies (in parallel; the caller sorts what they find).
+  // A partner's cell is from 1 to w - 3 (h - 3): others are skipped before
   // their cell is taken (truncation is floor from 1 up).
   const double ux = static_cast<double>(w - 2), uy = static_cast<double>(h - 2);
-  const float* const xs = x_.data();
-  const float* const ys = y_.data();
-  for (std::size_t j = 0; j < n; ++j) {
-    const double xj = xs[j], yj = ys[j];
-    const double u = (xj - x0) * inv, v = (yj - y0) * inv;
-    if (!(u >= 1.0 && u < ux && v >= 1.0 && v < uy)) continue;
-    const auto cx = static_cast<std::int64_t>(u), cy = static_cast<std::int64_t>(v);
-    if (near[cell_of(cx, cy)] == 0) continue;
-    const double ej = grown(in, j);
-    for (std::int64_t dy = -1; dy <= 1; ++dy)
-      for (std::int64_t dx = -1; dx <= 1; ++dx) {
-        const std::size_t c = cell_of(cx + dx, cy + dy);
-        for (std::uint32_t q = start[c]; q < start[c + 1]; ++q) {
-          const std::uint32_t i = in_cell[q];
-          if (i != j && discs_overlap(x_[i], y_[i], grown(in, i), xj, yj, ej))
-            out.push_back(j < i ? Pair{static_cast<std::uint32_t>(j), i} : Pair{i, static_cast<std::uint32_t>(j)});
+  constexpr std::size_t kPartnerBlock = 8192;
+  std::vector<std::vector<Pair>> found(block_count(n, kPartnerBlock));
+  for_blocks(n, kPartnerBlock, [&](std::size_t j0, std::size_t j1, std::size_t blk) {
+    const float* const xs = x_.data();
+    const float* const ys = y_.data();
+    std::vector<Pair>& mine = found[blk];
+    for (std::size_t j = j0; j < j1; ++j) {
+      const double xj = xs[j], yj = ys[j];
+      const double u = (xj - x0) * inv, v = (yj - y0) * inv;
+      if (!(u >= 1.0 && u < ux && v >= 1.0 && v < uy)) continue;
+      const auto cx = static_cast<std::int64_t>(u), cy = static_cast<std::int64_t>(v);
+      if (near[cell_of(cx, cy)] == 0) continue;
+      const double ej = grown(in, j);
+      for (std::int64_t dy = -1; dy <= 1; ++dy)
+        for (std::int64_t dx = -1; dx <= 1; ++dx) {
+          const std::size_t c = cell_of(cx + dx, cy + dy);
+          for (std::uint32_t q = start[c]; q < start[c + 1]; ++q) {
+            const std::uint32_t i = in_cell[q];
+            if (i != j && discs_overlap(xs[i], ys[i], grown(in, i), xj, yj, ej))
+              mine.push_back(j < i ? Pair{static_cast<std::uint32_t>(j), i} : Pair{i, static_cast<std::uint32_t>(j)});
+          }
         }
-      }
-  }
+    }
+  });
+  for (const std::vector<Pair>& mine : found) out.insert(out.end(), mine.begin(), mine.end());
 }
 
 bool PairAnchors::built_pair(std::span<const double> radius, double speculative, Pair p) const {
