@@ -683,7 +683,7 @@ void PairAnchors::partners(std::span<const double> radius, double speculative, s
   // A partner's cell is from 1 to w - 3 (h - 3): others are skipped before
   // their cell is taken (truncation is floor from 1 up).
   const double ux = static_cast<double>(w - 2), uy = static_cast<double>(h - 2);
-  constexpr std::size_t kPartnerBlock = 8192;
+  constexpr std::size_t kPartnerBlock = 2048;
   std::vector<std::vector<Pair>> found(block_count(n, kPartnerBlock));
   for_blocks(n, kPartnerBlock, [&](std::size_t j0, std::size_t j1, std::size_t blk) {
     const float* const xs = x_.data();
