@@ -485,6 +485,17 @@ bool same(const SolverState& l, const SolverState& r) {
          l.anchor_skin == r.anchor_skin && l.contact_colours == r.contact_colours && same_repairs(l.repairs, r.repairs);
 }
 
+// A bad state is refused with `code`, naming `field`, and changes nothing:
+// `w` keeps its hash and its solver state (`good`).
+void expect_refused(World& w, const SolverState& bad, const SolverState& good, std::uint64_t hash, StatusCode code,
+                    const std::string& field) {
+  const Status st = w.restore_solver_state(bad);
+  EXPECT_EQ(st.code(), code) << field << ": " << st.message();
+  EXPECT_EQ(st.field(), field) << st.message();
+  EXPECT_EQ(w.state_hash(), hash);
+  EXPECT_TRUE(same(w.solver_state(), good)) << field;
+}
+
 // The small pile with a row of bodies falling fast onto it: the fastest body
 // sets the common skin, the resting ones carry load and get skins of their
 // own (PairAnchors), so the state has skins per body.
@@ -673,11 +684,7 @@ TEST(SolverState, SkinsPerBodyTravelWithTheStateAndDecideTheList) {
   const std::uint64_t hash = a.state_hash();
   const SolverState good = a.solver_state();
   auto refused = [&](const SolverState& bad, const std::string& field) {
-    const Status st = a.restore_solver_state(bad);
-    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << field << ": " << st.message();
-    EXPECT_EQ(st.field(), field) << st.message();
-    EXPECT_EQ(a.state_hash(), hash);
-    EXPECT_TRUE(same(a.solver_state(), good)) << field;
+    expect_refused(a, bad, good, hash, StatusCode::kInvalidArgument, field);
   };
   SolverState bad = saved;
   bad.anchor_skin.pop_back();
@@ -781,11 +788,7 @@ TEST(SolverState, RepairsOfThePairListTravelWithTheState) {
   ASSERT_FALSE(good.repairs.empty());
   const std::uint64_t hash = a.state_hash();
   auto refused = [&](const SolverState& bad, const std::string& field, StatusCode code = StatusCode::kInvalidArgument) {
-    const Status st = a.restore_solver_state(bad);
-    EXPECT_EQ(st.code(), code) << field << ": " << st.message();
-    EXPECT_EQ(st.field(), field) << st.message();
-    EXPECT_EQ(a.state_hash(), hash);
-    EXPECT_TRUE(same(a.solver_state(), good)) << field;
+    expect_refused(a, bad, good, hash, code, field);
   };
   SolverState bad = good;
   bad.repairs[0][0].id = 77777;
@@ -850,11 +853,7 @@ TEST(SolverState, BadStateIsRefusedAndChangesNothing) {
   const std::uint64_t hash = a.state_hash();
 
   auto refused = [&](const SolverState& bad, StatusCode code, const std::string& field) {
-    const Status st = a.restore_solver_state(bad);
-    EXPECT_EQ(st.code(), code) << field << ": " << st.message();
-    EXPECT_EQ(st.field(), field) << st.message();
-    EXPECT_EQ(a.state_hash(), hash);
-    EXPECT_TRUE(same(a.solver_state(), good)) << field;
+    expect_refused(a, bad, good, hash, code, field);
   };
   SolverState bad = good;
   bad.warm[3].a = 99999;

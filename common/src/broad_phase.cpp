@@ -483,17 +483,9 @@ void PairAnchors::begin_step(std::size_t n) {
     error_ = x_.empty() ? 0.0 : anchor_error(xmax);
     per_body_limits();  // the build's least skin
     if (!restored_->repairs.empty()) {
-      if (body_skin_.empty()) {
-        body_skin_.assign(x_.size(), static_cast<float>(skin_));
-        least_body_skin_ = static_cast<float>(skin_);
-      }
+      skins_per_body();
       for (const Repair& repair : restored_->repairs)
-        for (const Moved& m : repair) {
-          x_[m.index] = m.x;
-          y_[m.index] = m.y;
-          body_skin_[m.index] = m.skin;
-          error_ = std::max(error_, anchor_error(std::max(std::abs(static_cast<double>(m.x)), std::abs(static_cast<double>(m.y)))));
-        }
+        for (const Moved& m : repair) place(m);
       per_body_limits(true);
     }
   }
@@ -557,28 +549,32 @@ std::size_t PairAnchors::beyond(std::span<const double> x, std::span<const doubl
   return out.size();
 }
 
+void PairAnchors::skins_per_body() {
+  // A list with one skin gets one per body: the common one, also its least.
+  if (!body_skin_.empty()) return;
+  body_skin_.assign(x_.size(), static_cast<float>(skin_));
+  least_body_skin_ = static_cast<float>(skin_);
+}
+
+void PairAnchors::place(const Moved& m) {
+  x_[m.index] = m.x;
+  y_[m.index] = m.y;
+  body_skin_[m.index] = m.skin;
+  error_ = std::max(error_, anchor_error(std::max(std::abs(static_cast<double>(m.x)), std::abs(static_cast<double>(m.y)))));
+}
+
 void PairAnchors::move(const Repair& bodies) {
-  // A list with one skin gets one per body, the common one but for these.
   const double error_before = error_;
   const bool one_skin = body_skin_.empty();
-  if (one_skin) {
-    body_skin_.assign(x_.size(), static_cast<float>(skin_));
-    least_body_skin_ = static_cast<float>(skin_);
-  }
-  Repair before;
-  before.reserve(bodies.size());
+  skins_per_body();
   for (const Moved& m : bodies) {
-    before.push_back({m.index, x_[m.index], y_[m.index], body_skin_[m.index]});
-    built_.emplace(m.index, before.back());  // kept where it was moved before
+    // Where the build had it (kept from its first repair).
+    built_.emplace(m.index, Moved{m.index, x_[m.index], y_[m.index], body_skin_[m.index]});
     max_skin_ = std::max(max_skin_, m.skin);
-    x_[m.index] = m.x;
-    y_[m.index] = m.y;
-    body_skin_[m.index] = m.skin;
-    error_ = std::max(error_, anchor_error(std::max(std::abs(static_cast<double>(m.x)), std::abs(static_cast<double>(m.y)))));
+    place(m);
   }
   repaired_bodies_ += bodies.size();
   repairs_.push_back(bodies);
-  undone_.push_back(std::move(before));
   // The limits of the bodies moved (skins only grow: no limit falls below
   // the rounding bound that was not already), all of them where the
   // rounding bound grew or there were none per body.
@@ -590,20 +586,17 @@ void PairAnchors::move(const Repair& bodies) {
 }
 
 void PairAnchors::built_from(std::vector<float>& x, std::vector<float>& y, std::vector<float>& skin) const {
+  // The skins of the build: none per body where it had one skin (the
+  // repairs' own are in repairs()).
   x.assign(x_.begin(), x_.end());
   y.assign(y_.begin(), y_.end());
   skin.clear();
-  for (auto r = undone_.rbegin(); r != undone_.rend(); ++r)
-    for (const Moved& m : *r) {
-      x[m.index] = m.x;
-      y[m.index] = m.y;
-    }
-  // The skins of the build: none per body where it had one skin (the
-  // repairs' own are in repairs()).
-  if (!built_skins_) return;
-  skin.assign(body_skin_.begin(), body_skin_.end());
-  for (auto r = undone_.rbegin(); r != undone_.rend(); ++r)
-    for (const Moved& m : *r) skin[m.index] = m.skin;
+  if (built_skins_) skin.assign(body_skin_.begin(), body_skin_.end());
+  for (const auto& [i, m] : built_) {
+    x[i] = m.x;
+    y[i] = m.y;
+    if (built_skins_) skin[i] = m.skin;
+  }
 }
 
 namespace {
@@ -622,7 +615,6 @@ struct PartnerInput {
 inline double grown(const PartnerInput& in, std::size_t j) {
   return (in.skin ? in.r[j] + 0.5 * (static_cast<double>(in.skin[j]) - in.least) : in.r[j]) + in.margin;
 }
-
 
 }  // namespace
 
@@ -665,18 +657,20 @@ void PairAnchors::partners(std::span<const double> radius, double speculative, s
   std::vector<std::uint8_t> near(static_cast<std::size_t>(w * h), 0);
   const auto cx_of = [&](double x) { return static_cast<std::int64_t>(std::floor((x - x0) * inv)); };
   const auto cy_of = [&](double y) { return static_cast<std::int64_t>(std::floor((y - y0) * inv)); };
-  for (const std::uint32_t i : moved) {
+  std::vector<std::size_t> moved_cell(moved.size());
+  for (std::size_t k = 0; k < moved.size(); ++k) {
+    const std::uint32_t i = moved[k];
     const std::int64_t cx = std::clamp<std::int64_t>(cx_of(x_[i]), 1, w - 2),
                        cy = std::clamp<std::int64_t>(cy_of(y_[i]), 1, h - 2);
-    ++start[cell_of(cx, cy) + 1];
+    moved_cell[k] = cell_of(cx, cy);
+    ++start[moved_cell[k] + 1];
     for (std::int64_t dy = -1; dy <= 1; ++dy)
       for (std::int64_t dx = -1; dx <= 1; ++dx) near[cell_of(cx + dx, cy + dy)] = 1;
   }
   for (std::size_t c = 0; c + 1 < start.size(); ++c) start[c + 1] += start[c];
   {
     std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
-    for (const std::uint32_t i : moved)
-      in_cell[fill[cell_of(std::clamp<std::int64_t>(cx_of(x_[i]), 1, w - 2), std::clamp<std::int64_t>(cy_of(y_[i]), 1, h - 2))]++] = i;
+    for (std::size_t k = 0; k < moved.size(); ++k) in_cell[fill[moved_cell[k]]++] = moved[k];
   }
   // Every body against the moved ones in the 3 x 3 cells around it, in
   // fixed blocks of bodies (in parallel; the caller sorts what they find).
@@ -735,8 +729,9 @@ void PairAnchors::per_body_limits(bool keep_least) {
   // Body i may move t_i = 0.99 s_i / 2 less the rounding bound (see
   // moved_at_most): the rebuild comes when d2 > t_i^2, that is when
   // d2 * scale_i > 1. The float scale is off by 2^-24 of itself, far inside
-  // the 1% kept back. Per fixed block, in parallel (min and or are exact).
-  const double rounding = 1.4142135623730951 * error_;
+  // the 1% kept back (limit_scale; 0 where t_i <= 0: skins are at most
+  // 8e6 m, so a positive t_i never rounds to a zero scale). Per fixed block,
+  // in parallel (min and or are exact).
   constexpr std::size_t kBlock = 4096;
   std::vector<std::pair<float, std::uint8_t>> block_least(block_count(n, kBlock));
   for_blocks(n, kBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
@@ -744,9 +739,8 @@ void PairAnchors::per_body_limits(bool keep_least) {
     std::uint8_t always = 0;
     for (std::size_t i = i0; i < i1; ++i) {
       least = std::min(least, body_skin_[i]);
-      const double t = 0.5 * static_cast<double>(body_skin_[i]) * 0.99 - rounding;
-      always |= t > 0.0 ? 0 : 1;
       scale_[i] = limit_scale(body_skin_[i]);
+      always |= scale_[i] > 0.0f ? 0 : 1;
     }
     block_least[blk] = {least, always};
   });
@@ -787,7 +781,6 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std
     body_skin_ = restored_->body_skin;
   }
   repairs_.clear();
-  undone_.clear();
   built_.clear();
   repaired_bodies_ = 0;
   for_blocks(n, kAnchorBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {

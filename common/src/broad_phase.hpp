@@ -267,6 +267,10 @@ class PairAnchors {
   void per_body_limits(bool keep_least = false);
   // 1 / (the distance a body of skin `skin` may move)^2 (0: below the rounding bound).
   float limit_scale(float skin) const;
+  // Skins per body where there is one skin for all (the common one).
+  void skins_per_body();
+  // Gives body m.index its new anchor and skin, and grows the rounding bound.
+  void place(const Moved& m);
 
   std::vector<float> x_, y_;
   double skin_ = 0.0;
@@ -279,7 +283,6 @@ class PairAnchors {
   bool stale_ = true;
   std::optional<Saved> restored_;
   std::vector<Repair> repairs_;  // since the build, in order
-  std::vector<Repair> undone_;   // each repair's bodies as they were before it
   std::size_t repaired_bodies_ = 0;
   bool built_skins_ = false;  // the build gave skins per body (a repair may give them to a list without)
   std::unordered_map<std::uint32_t, Moved> built_;  // repaired bodies: anchor and skin at the build

@@ -52,7 +52,7 @@ struct DiscreteSolver {
   void rebuild_pairs(const BodyStore& b, double dt, bool may_colour_contacts);
   /// Instead of a rebuild, where a few bodies have gone half their skin
   /// from their anchors (the rest are within theirs): those bodies get new
-  /// anchors, and skins for their speed, and the list keeps its pairs and
+  /// anchors and twice their skins, and the list keeps its pairs and
   /// gains their new partners, at the end of the overflow colour (solved in
   /// order). Returns false, having changed nothing, where a rebuild is due:
   /// too many bodies, or the repairs since the build have moved too many or
