@@ -468,6 +468,7 @@ double anchor_error(double xmax) { return 6e-8 * xmax + 1e-30; }
 }  // namespace
 
 void PairAnchors::begin_step(std::size_t n) {
+  grid_.valid = false;
   if (restored_ && restored_->x.size() == n) {
     // The anchors of the build with the repairs since made: the original's
     // anchors and skins, and its rounding bound, the largest of the build's
@@ -557,6 +558,10 @@ void PairAnchors::skins_per_body() {
 }
 
 void PairAnchors::place(const Moved& m) {
+  if (grid_.valid && grid_.displaced[m.index] == 0) {
+    grid_.displaced[m.index] = 1;
+    grid_.displaced_list.push_back(m.index);
+  }
   x_[m.index] = m.x;
   y_[m.index] = m.y;
   body_skin_[m.index] = m.skin;
@@ -618,31 +623,80 @@ inline double grown(const PartnerInput& in, std::size_t j) {
 
 }  // namespace
 
-void PairAnchors::partners(std::span<const double> radius, double speculative, std::span<const std::uint32_t> moved,
-                           std::vector<Pair>& out) const {
-  if (moved.empty()) return;
-  // find_pairs' extents (extents()) grown by margin(), its predicate.
-  const PartnerInput in{x_.data(), y_.data(), radius.data(), body_skin_.empty() ? nullptr : body_skin_.data(),
-                        least_skin(), margin(speculative)};
+namespace {
+// floor(t) clamped to [0, last]: truncation, which is floor from 0 up (no
+// call to floor; NaN goes to 0).
+inline std::int64_t cell_clamped(double t, std::int64_t last) {
+  if (!(t > 0.0)) return 0;
+  return t < static_cast<double>(last) ? static_cast<std::int64_t>(t) : last;
+}
+}  // namespace
+
+std::int64_t PairAnchors::AnchorGrid::cx(double x) const { return cell_clamped((x - x0) * inv, w - 1); }
+std::int64_t PairAnchors::AnchorGrid::cy(double y) const { return cell_clamped((y - y0) * inv, h - 1); }
+
+void PairAnchors::grid_anchors(double cell) {
+  AnchorGrid& g = grid_;
   const std::size_t n = x_.size();
-  // Cells at least as wide as any moved body's grown extent plus any
-  // body's (rmax_ and the largest skin, max_skin_): a partner is at most
-  // one cell away. Over the moved bodies' box, grown by a cell each side.
-  double reach_moved = 0.0, x0 = std::numeric_limits<double>::infinity(), y0 = x0, x1 = -x0, y1 = -x0;
-  for (const std::uint32_t i : moved) {
-    reach_moved = std::max(reach_moved, grown(in, i));
+  double x0 = std::numeric_limits<double>::infinity(), y0 = x0, x1 = -x0, y1 = -x0;
+  for (std::size_t i = 0; i < n; ++i) {
     x0 = std::min(x0, static_cast<double>(x_[i]));
     x1 = std::max(x1, static_cast<double>(x_[i]));
     y0 = std::min(y0, static_cast<double>(y_[i]));
     y1 = std::max(y1, static_cast<double>(y_[i]));
   }
-  const double reach_any = rmax_ + 0.5 * (static_cast<double>(max_skin_) - in.least) + in.margin;
+  // Not many more cells than bodies (a cell at most doubles the bodies a
+  // query looks at: its cells still cover the same disc).
+  const auto cells_of = [&](double c) { return ((x1 - x0) / c + 1.0) * ((y1 - y0) / c + 1.0); };
+  while (cells_of(cell) > static_cast<double>(n) + 1024.0) cell *= 2.0;
+  g.x0 = x0;
+  g.y0 = y0;
+  g.inv = 1.0 / cell;
+  g.w = static_cast<std::int64_t>((x1 - x0) * g.inv) + 1;
+  g.h = static_cast<std::int64_t>((y1 - y0) * g.inv) + 1;
+  const auto cells = static_cast<std::size_t>(g.w * g.h);
+  g.start.assign(cells + 1, 0);
+  std::vector<std::uint32_t> at(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    at[i] = static_cast<std::uint32_t>(g.cy(y_[i]) * g.w + g.cx(x_[i]));
+    ++g.start[at[i] + 1];
+  }
+  for (std::size_t c = 0; c < cells; ++c) g.start[c + 1] += g.start[c];
+  g.body.resize(n);
+  std::vector<std::uint32_t> fill(g.start.begin(), g.start.end() - 1);
+  for (std::size_t i = 0; i < n; ++i) g.body[fill[at[i]]++] = static_cast<std::uint32_t>(i);
+  g.displaced.assign(n, 0);
+  g.displaced_list.clear();
+  g.valid = true;
+}
+
+namespace {
+
+// Appends the pair of each body i of `moved` with every body j of `over`
+// (every body where `over` is null; `count` of them) whose grown extents
+// overlap at the anchors (a pair may be listed twice): one pass over `over`
+// against a grid of the moved bodies, in fixed blocks (in parallel).
+// `reach_any`: no body's grown extent is larger.
+void partners_by_pass(const PartnerInput& in, std::span<const std::uint32_t> moved, const std::uint32_t* over,
+                      std::size_t count, double reach_any, std::vector<Pair>& out) {
+  // Cells at least as wide as any moved body's grown extent plus any
+  // body's: a partner is at most one cell away. Over the moved bodies' box,
+  // grown by a cell each side.
+  double reach_moved = 0.0, x0 = std::numeric_limits<double>::infinity(), y0 = x0, x1 = -x0, y1 = -x0;
+  for (const std::uint32_t i : moved) {
+    reach_moved = std::max(reach_moved, grown(in, i));
+    x0 = std::min(x0, static_cast<double>(in.x[i]));
+    x1 = std::max(x1, static_cast<double>(in.x[i]));
+    y0 = std::min(y0, static_cast<double>(in.y[i]));
+    y1 = std::max(y1, static_cast<double>(in.y[i]));
+  }
   double cell = (reach_moved + reach_any) * (1.0 + 1e-6);
-  // Not many more cells than bodies (moved bodies far apart get wider cells).
+  // Not many more cells than bodies looked at (moved bodies far apart get
+  // wider cells).
   const auto cells_of = [&](double c) {
     return ((x1 - x0) / c + 6.0) * ((y1 - y0) / c + 6.0);
   };
-  while (cells_of(cell) > 2.0 * static_cast<double>(n) + 1024.0) cell *= 2.0;
+  while (cells_of(cell) > 2.0 * static_cast<double>(count + moved.size()) + 1024.0) cell *= 2.0;
   // Two cells of room on each side: moved bodies' cells are from 2 to
   // (x1 - x0) / cell + 2, their partners' at most one further, and each of
   // those has its 3 x 3 inside (a cell more at the far end for rounding).
@@ -660,8 +714,8 @@ void PairAnchors::partners(std::span<const double> radius, double speculative, s
   std::vector<std::size_t> moved_cell(moved.size());
   for (std::size_t k = 0; k < moved.size(); ++k) {
     const std::uint32_t i = moved[k];
-    const std::int64_t cx = std::clamp<std::int64_t>(cx_of(x_[i]), 1, w - 2),
-                       cy = std::clamp<std::int64_t>(cy_of(y_[i]), 1, h - 2);
+    const std::int64_t cx = std::clamp<std::int64_t>(cx_of(in.x[i]), 1, w - 2),
+                       cy = std::clamp<std::int64_t>(cy_of(in.y[i]), 1, h - 2);
     moved_cell[k] = cell_of(cx, cy);
     ++start[moved_cell[k] + 1];
     for (std::int64_t dy = -1; dy <= 1; ++dy)
@@ -672,18 +726,18 @@ void PairAnchors::partners(std::span<const double> radius, double speculative, s
     std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
     for (std::size_t k = 0; k < moved.size(); ++k) in_cell[fill[moved_cell[k]]++] = moved[k];
   }
-  // Every body against the moved ones in the 3 x 3 cells around it, in
-  // fixed blocks of bodies (in parallel; the caller sorts what they find).
-  // A partner's cell is from 1 to w - 3 (h - 3): others are skipped before
+  // Every body against the moved ones in the 3 x 3 cells around it. A
+  // partner's cell is from 1 to w - 3 (h - 3): others are skipped before
   // their cell is taken (truncation is floor from 1 up).
   const double ux = static_cast<double>(w - 2), uy = static_cast<double>(h - 2);
   constexpr std::size_t kPartnerBlock = 2048;
-  std::vector<std::vector<Pair>> found(block_count(n, kPartnerBlock));
-  for_blocks(n, kPartnerBlock, [&](std::size_t j0, std::size_t j1, std::size_t blk) {
-    const float* const xs = x_.data();
-    const float* const ys = y_.data();
+  std::vector<std::vector<Pair>> found(block_count(count, kPartnerBlock));
+  for_blocks(count, kPartnerBlock, [&](std::size_t k0, std::size_t k1, std::size_t blk) {
+    const float* const xs = in.x;
+    const float* const ys = in.y;
     std::vector<Pair>& mine = found[blk];
-    for (std::size_t j = j0; j < j1; ++j) {
+    for (std::size_t k = k0; k < k1; ++k) {
+      const std::size_t j = over ? over[k] : k;
       const double xj = xs[j], yj = ys[j];
       const double u = (xj - x0) * inv, v = (yj - y0) * inv;
       if (!(u >= 1.0 && u < ux && v >= 1.0 && v < uy)) continue;
@@ -702,6 +756,60 @@ void PairAnchors::partners(std::span<const double> radius, double speculative, s
     }
   });
   for (const std::vector<Pair>& mine : found) out.insert(out.end(), mine.begin(), mine.end());
+}
+
+}  // namespace
+
+void PairAnchors::partners(std::span<const double> radius, double speculative, std::span<const std::uint32_t> moved,
+                           std::vector<Pair>& out) {
+  if (moved.empty()) return;
+  // find_pairs' extents (extents()) grown by margin(), its predicate.
+  const PartnerInput in{x_.data(), y_.data(), radius.data(), body_skin_.empty() ? nullptr : body_skin_.data(),
+                        least_skin(), margin(speculative)};
+  const std::size_t n = x_.size();
+  // No body's grown extent is larger (rmax_ and the largest skin, max_skin_).
+  const double reach_any = rmax_ + 0.5 * (static_cast<double>(max_skin_) - in.least) + in.margin;
+  // The first repair after a build looks at every body; the second makes
+  // the grid of the anchors (a pass over the bodies too), which the later
+  // ones use (a list that is rebuilt after one repair pays for no grid).
+  if (!grid_.valid || grid_.displaced.size() != n) {
+    if (repairs_.size() < 2) return partners_by_pass(in, moved, nullptr, n, reach_any, out);
+    grid_anchors(reach_any);
+  }
+  const AnchorGrid& g = grid_;
+  const float* const xs = x_.data();
+  const float* const ys = y_.data();
+  // Each moved body against the bodies in the grid's cells within its
+  // grown extent plus any body's (a little more: the cells are taken from
+  // rounded coordinates), less those repairs moved since the grid was made
+  // (below), in fixed blocks of moved bodies (in parallel; the caller sorts
+  // what they find).
+  constexpr std::size_t kMovedBlock = 32;
+  std::vector<std::vector<Pair>> found(block_count(moved.size(), kMovedBlock));
+  for_blocks(moved.size(), kMovedBlock, [&](std::size_t k0, std::size_t k1, std::size_t blk) {
+    std::vector<Pair>& mine = found[blk];
+    for (std::size_t k = k0; k < k1; ++k) {
+      const std::uint32_t i = moved[k];
+      const double xi = xs[i], yi = ys[i], ei = grown(in, i);
+      const double reach = (ei + reach_any) * (1.0 + 1e-6) + 1e-12 * std::max(std::abs(xi), std::abs(yi));
+      const std::int64_t cx0 = g.cx(xi - reach), cx1 = g.cx(xi + reach);
+      const std::int64_t cy0 = g.cy(yi - reach), cy1 = g.cy(yi + reach);
+      for (std::int64_t cy = cy0; cy <= cy1; ++cy) {
+        const std::size_t row = static_cast<std::size_t>(cy * g.w);
+        for (std::uint32_t q = g.start[row + static_cast<std::size_t>(cx0)];
+             q < g.start[row + static_cast<std::size_t>(cx1) + 1]; ++q) {
+          const std::uint32_t j = g.body[q];
+          if (j == i || g.displaced[j] != 0) continue;
+          if (discs_overlap(xi, yi, ei, xs[j], ys[j], grown(in, j)))
+            mine.push_back(j < i ? Pair{j, i} : Pair{i, j});
+        }
+      }
+    }
+  });
+  for (const std::vector<Pair>& mine : found) out.insert(out.end(), mine.begin(), mine.end());
+  // The bodies moved since the grid was made (the moved among them).
+  if (!g.displaced_list.empty())
+    partners_by_pass(in, moved, g.displaced_list.data(), g.displaced_list.size(), reach_any, out);
 }
 
 bool PairAnchors::built_pair(std::span<const double> radius, double speculative, Pair p) const {
@@ -783,6 +891,7 @@ BodyRange PairAnchors::anchor(const BodyStore& b, double dt, std::span<const std
   repairs_.clear();
   built_.clear();
   repaired_bodies_ = 0;
+  grid_.valid = false;
   for_blocks(n, kAnchorBlock, [&](std::size_t i0, std::size_t i1, std::size_t blk) {
     const double* const xs = b.x.data();
     const double* const ys = b.y.data();

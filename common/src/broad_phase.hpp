@@ -252,10 +252,12 @@ class PairAnchors {
   /// Appends to `out` the pair of each body i of `moved` with every other
   /// body j whose extent, grown as the search grows it, overlaps i's at the
   /// anchors: the search's predicate, as (min, max) storage indices (a pair
-  /// of two moved bodies twice). One pass over the bodies, a grid over the
-  /// moved ones.
+  /// may be listed twice). Each moved body looks at the bodies near it in a
+  /// grid of the anchors (made at the first repair after a build, and again
+  /// once many bodies have moved since), and at the bodies repairs have
+  /// moved since that grid was made.
   void partners(std::span<const double> radius, double speculative, std::span<const std::uint32_t> moved,
-                std::vector<Pair>& out) const;
+                std::vector<Pair>& out);
   /// Whether the build found pair p: the search's predicate at the anchors
   /// and skins of the build.
   bool built_pair(std::span<const double> radius, double speculative, Pair p) const;
@@ -288,6 +290,23 @@ class PairAnchors {
   std::unordered_map<std::uint32_t, Moved> built_;  // repaired bodies: anchor and skin at the build
   double rmax_ = 0.0;       // largest radius at the build
   float max_skin_ = 0.0f;   // no body's skin is larger
+  // The anchors by cell (counting sort), for partners(): every body at its
+  // anchor when the grid was made; those a repair has moved since are
+  // `displaced` (their entries are stale and skipped). A function of the
+  // anchors: never saved.
+  struct AnchorGrid {
+    bool valid = false;
+    double x0 = 0.0, y0 = 0.0, inv = 0.0;
+    std::int64_t w = 0, h = 0;
+    std::vector<std::uint32_t> start;  // w h + 1
+    std::vector<std::uint32_t> body;   // by cell
+    std::vector<std::uint8_t> displaced;
+    std::vector<std::uint32_t> displaced_list;
+    std::int64_t cx(double x) const;
+    std::int64_t cy(double y) const;
+  };
+  AnchorGrid grid_;
+  void grid_anchors(double cell);
 };
 
 }  // namespace carom::detail
