@@ -618,5 +618,128 @@ TEST(PairRepair, KeepsEveryPairWithinReachAndNoneTwice) {
   EXPECT_TRUE(std::equal(before.begin(), before.end(), d.anchors.x().begin()));
 }
 
+
+// collide's refresh (a settled pile's substeps): where the same list finds
+// the same hits in every block and relax left the warm values in the
+// contacts, it writes only the normals, gaps, bounces and points; it must
+// give what a whole write gives. A row of bodies, mixed masses, candidates
+// (i, i + 1) and (i, i + 2), coloured; two sets of contacts stepped through
+// the same motions, one allowed to refresh, one not, compared whole after
+// each. The motions: every body nudged (same hits: a refresh), then a
+// contact opened and a gap closed in one block (as many contacts, other
+// hits: no refresh), then a list made again, and a list of no known
+// generation (no refresh), in lanes and one at a time.
+TEST(Collide, RefreshGivesWhatAWholeWriteGives) {
+  constexpr std::size_t n = 64;
+  detail::BodyStore b;
+  double at = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    b.id.push_back(static_cast<BodyId>(i + 1));
+    b.r.push_back(0.5);
+    b.m.push_back(i % 5 == 0 ? 2.0 : 1.0);
+    b.x.push_back(at);
+    b.y.push_back(0.001 * static_cast<double>(i % 3));
+    b.vx.push_back(0.0);
+    b.vy.push_back(0.0);
+    at += 1.0 + (i < n / 2 ? 0.03 : 0.06);  // contacts (gap 0.03) then none (0.06)
+  }
+  const double speculative = 0.05;
+  detail::PairBlocks list;
+  std::vector<Pair> pairs;
+  for (std::uint32_t i = 0; i + 1 < n; ++i) {
+    pairs.push_back({i, i + 1});
+    if (i + 2 < n) pairs.push_back({i, i + 2});
+  }
+  list.blocks.push_back(pairs);
+  list.count = pairs.size();
+  detail::Colouring col;
+  detail::colour_pairs(n, list, col);
+  detail::Contacts refreshed, whole;
+  const auto same = [&](const char* what) {
+    ASSERT_EQ(refreshed.size(), whole.size()) << what;
+    for (std::size_t k = 0; k < whole.size(); ++k) {
+      const detail::Contact &c = refreshed.geometry[k], &d = whole.geometry[k];
+      ASSERT_TRUE(refreshed.pairs[k] == whole.pairs[k] && refreshed.candidate[k] == whole.candidate[k] &&
+                  refreshed.accum[k] == whole.accum[k] && c.nx == d.nx && c.ny == d.ny && c.sep == d.sep &&
+                  c.reach == d.reach && c.share_a == d.share_a && c.share_b == d.share_b && c.bounce == d.bounce &&
+                  c.va == d.va && c.vb == d.vb && refreshed.point[k].x == whole.point[k].x &&
+                  refreshed.point[k].y == whole.point[k].y)
+          << what << ": contact " << k;
+    }
+    ASSERT_EQ(refreshed.colour_begin, whole.colour_begin) << what;
+    ASSERT_EQ(refreshed.deep, whole.deep) << what;
+  };
+  // As a substep's solve and relax leave them: values carried, impacts'
+  // bounces, relax's gaps.
+  const auto solved = [](detail::Contacts& cs) {
+    for (std::size_t k = 0; k < cs.size(); ++k) {
+      cs.accum[k] = 0.25 * static_cast<double>(k % 4);
+      cs.geometry[k].bounce = k % 3 == 0 ? 1.5 : 0.0;
+      cs.geometry[k].sep -= 0.01;
+    }
+    cs.warm_in_contacts = true;
+  };
+  const auto collide_both = [&](bool expect_refresh, const char* what) {
+    const std::uint64_t before = detail::contact_refreshes();
+    detail::collide(b, list, col, speculative, true, refreshed);
+    EXPECT_EQ(detail::contact_refreshes() - before, expect_refresh ? 1u : 0u) << what;
+    detail::allow_contact_refresh(false);
+    detail::collide(b, list, col, speculative, true, whole);
+    detail::allow_contact_refresh(true);
+    same(what);
+  };
+  for (const bool lanes : {true, false}) {
+    detail::allow_simd(lanes);
+    refreshed = {};
+    whole = {};
+    collide_both(false, "first write");
+    EXPECT_EQ(whole.size(), n / 2) << "the first half's gaps are contacts";
+    solved(refreshed);
+    solved(whole);
+    for (std::size_t i = 0; i < n; ++i) b.y[i] += 0.002 * std::sin(static_cast<double>(i));
+    collide_both(true, "nudged: the same hits");
+    solved(refreshed);
+    solved(whole);
+    // Bodies k..j move right: the contact (k - 1, k) opens past the
+    // speculative distance and (j, j + 1) closes under it, two pairs of one
+    // block of the list (one colour): every block as many contacts as
+    // before, one block other hits.
+    const auto block_of = [&](Pair p) {
+      for (std::size_t blk = 0; blk < list.blocks.size(); ++blk)
+        if (std::find(list.blocks[blk].begin(), list.blocks[blk].end(), p) != list.blocks[blk].end()) return blk;
+      return list.blocks.size();
+    };
+    std::uint32_t k = 0, j = 0;
+    for (std::uint32_t a = n / 2; a >= 1 && k == 0; --a)
+      for (std::uint32_t c = n / 2; c + 1 < n && k == 0; ++c)
+        if (block_of({a - 1, a}) == block_of({c, c + 1})) {
+          k = a;
+          j = c;
+        }
+    ASSERT_NE(k, 0u) << "no contact and non-contact in one block";
+    for (std::uint32_t i = k; i <= j; ++i) b.x[i] += 0.03;
+    collide_both(false, "one contact for another");
+    EXPECT_EQ(whole.size(), n / 2);
+    solved(refreshed);
+    solved(whole);
+    collide_both(true, "the same hits again");
+    solved(refreshed);
+    solved(whole);
+    detail::colour_pairs(n, list, col);  // the same pairs, a list made again
+    collide_both(false, "a list made again");
+    // A list whose writer gave it no number is never taken for the same.
+    list.generation = 0;
+    solved(refreshed);
+    solved(whole);
+    collide_both(false, "a list of no known generation");
+    solved(refreshed);
+    solved(whole);
+    collide_both(false, "a list of no known generation, again");
+    for (std::uint32_t i = k; i <= j; ++i) b.x[i] -= 0.03;
+    detail::colour_pairs(n, list, col);
+  }
+  detail::allow_simd(true);
+}
+
 }  // namespace
 }  // namespace carom

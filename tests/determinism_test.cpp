@@ -981,5 +981,67 @@ TEST(StateHash, CoversEveryBodyField) {
   EXPECT_NE(hash_of(d), h);
 }
 
+// Where the pair list and every block's contacts are those of the substep
+// before (a settled pile), collide refreshes the contacts in place (their
+// normals, gaps and contact points) instead of writing them whole: the same
+// bits as writing them, in lanes and one at a time. Piles of 2 000 bodies
+// (their contacts made ahead while relax runs, in the other set of
+// contacts) and 5 000 (more than kSharedPassesFrom contacts: slotted
+// velocities), settled, saved and restored three times (a restored world's
+// first contacts are written whole), with events (the contact points), on
+// two threads, compared after every step.
+TEST(Determinism, RefreshedContactsGiveTheBitsOfContactsWrittenWhole) {
+  for (const std::size_t n : {std::size_t{2000}, std::size_t{5000}}) {
+    test::PileSpec spec;
+    spec.n = n;
+    spec.columns = 60;
+    spec.rmin = 0.45;
+    spec.rmax = 0.55;
+    spec.pitch = 1.2;
+    Gas g;
+    g.bodies = test::make_pile(spec, &g.params.bounds);
+    g.params.gravity = {0.0, -10.0};
+    g.params.restitution = 0.5;
+    g.params.record_events = true;
+    World settling = make_world(g, 2);
+    for (int s = 0; s < 600; ++s) settling.step();
+    const SolverState saved = settling.solver_state();
+    World refreshed = rebuild(settling, &saved), whole = rebuild(settling, &saved), scalar = rebuild(settling, &saved);
+    std::uint64_t refreshes = 0;
+    std::uint64_t most_contacts = 0;
+    for (int s = 0; s < 150; ++s) {
+      const std::uint64_t before = detail::contact_refreshes();
+      refreshed.step();
+      refreshes += detail::contact_refreshes() - before;
+      detail::allow_contact_refresh(false);
+      const std::uint64_t off = detail::contact_refreshes();
+      whole.step();
+      ASSERT_EQ(detail::contact_refreshes(), off) << "refreshes were switched off";
+      detail::allow_contact_refresh(true);
+      detail::allow_simd(false);
+      scalar.step();
+      detail::allow_simd(true);
+      ASSERT_EQ(refreshed.state_hash(), whole.state_hash()) << n << " bodies: first difference after step " << s + 1;
+      ASSERT_EQ(refreshed.state_hash(), scalar.state_hash()) << n << " bodies, one at a time: step " << s + 1;
+      ASSERT_EQ(refreshed.stats().contacts, whole.stats().contacts) << "step " << s + 1;
+      ASSERT_EQ(refreshed.stats().collisions, whole.stats().collisions) << "step " << s + 1;
+      const auto ea = refreshed.events(), eb = whole.events();
+      ASSERT_EQ(ea.size(), eb.size()) << "step " << s + 1;
+      for (std::size_t k = 0; k < ea.size(); ++k) {
+        ASSERT_TRUE(ea[k].a == eb[k].a && ea[k].b == eb[k].b && ea[k].point == eb[k].point &&
+                    ea[k].impulse == eb[k].impulse && ea[k].substep == eb[k].substep)
+            << "event " << k << " differs at step " << s + 1;
+      }
+      most_contacts = std::max<std::uint64_t>(most_contacts, refreshed.stats().contacts / g.params.substeps);
+    }
+    std::printf("  %zu bodies: %llu of %d substeps refreshed their contacts\n", n,
+                static_cast<unsigned long long>(refreshes), 150 * g.params.substeps);
+    EXPECT_GT(refreshes, 100u) << n << " bodies: the settled pile's contacts were seldom or never refreshed";
+    if (n == 5000) {
+      EXPECT_GT(most_contacts, detail::kSharedPassesFrom) << "too few contacts for slotted velocities";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace carom

@@ -192,6 +192,11 @@ std::size_t set_serial_sort_below(std::size_t bodies) {
   return serial_sort_below.exchange(bodies, std::memory_order_relaxed);
 }
 
+void PairBlocks::renew() {
+  static std::atomic<std::uint64_t> next{1};
+  generation = next.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::vector<Pair> PairBlocks::flatten() const {
   std::vector<Pair> all;
   all.reserve(count);
@@ -222,6 +227,7 @@ void find_pairs_of(std::span<const T> x, std::span<const T> y, std::span<const d
   // the peak of memory.
   out.blocks.clear();
   out.count = 0;
+  out.renew();
   if (n < 2) return;
   auto extent_of = [&](std::size_t i) { return radius[i] + margin; };
 

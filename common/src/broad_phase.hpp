@@ -31,6 +31,11 @@ struct Pair {
 struct PairBlocks {
   std::vector<std::vector<Pair>> blocks;
   std::size_t count = 0;  // pairs in all blocks
+  /// Which list this is: a number no other list of this process had,
+  /// given by whatever writes it (renew()); 0: not known (never taken as
+  /// the same list by collide).
+  std::uint64_t generation = 0;
+  void renew();
   /// The whole list in order (tests, tools).
   std::vector<Pair> flatten() const;
   /// Candidate index of each block's first pair, and the count at the end

@@ -42,7 +42,9 @@ namespace carom::detail {
 namespace {
 
 std::atomic<std::uint64_t> contact_colouring_runs{0};
-std::atomic<std::uint64_t> made_ahead[2] = {0, 0};  // take_warm: from candidate order, from a colour order
+std::atomic<std::uint64_t> made_ahead[2] = {0, 0};
+std::atomic<bool> refresh_allowed{true};
+std::atomic<std::uint64_t> refreshes{0};  // take_warm: from candidate order, from a colour order
 
 // collide's test: the squared distance below the squared reach plus the
 // speculative distance.
@@ -245,6 +247,77 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   return h;
 }
 
+// Contact `at`, written by the last collide from the same pair list and
+// slots (collide's refresh): its normal, gap and contact point from the
+// positions now, with write_contact's operations; its pair, reach, mass
+// shares, slots, candidate and warm value stay.
+inline void refresh_contact(const ContactInput& in, std::size_t at, bool points, Contacts& out, std::size_t& deep) {
+  const double* const x = in.x;
+  const double* const y = in.y;
+  const Pair p = out.pairs[at];
+  Contact& c = out.geometry[at];
+  const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
+  const double d2 = dx * dx + dy * dy;
+  double d = 0.0;
+  if (d2 > 0.0) {
+    d = std::sqrt(d2);
+    c.nx = dx / d;
+    c.ny = dy / d;
+  } else {
+    c.nx = 1.0;
+    c.ny = 0.0;
+  }
+  c.sep = d - c.reach;
+  c.bounce = 0.0;
+  deep += c.sep < -kStiffFrom * c.reach ? 1 : 0;
+  if (points) {
+    const double* const r = in.r;
+    out.point[at] = {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / c.reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / c.reach};
+  }
+}
+
+// refresh_contact for contacts [at0, at0 + 4 floor(n / 4)), four at a time in
+// AVX2 lanes, with write_contacts_avx2's operations (the same bits). Returns
+// how many it refreshed.
+[[gnu::target("avx2")]] std::size_t refresh_contacts_avx2(const ContactInput& in, std::size_t at0, std::size_t n,
+                                                          bool points, Contacts& out, std::size_t& deep) {
+  const double* const x = in.x;
+  const double* const y = in.y;
+  const double* const r = in.r;
+  const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+  const __m256d stiff = _mm256_set1_pd(-kStiffFrom);
+  Contact* const geo = out.geometry.data();
+  const Pair* const pairs = out.pairs.data();
+  std::size_t h = 0;
+  for (; h + 4 <= n; h += 4) {
+    const std::size_t at = at0 + h;
+    const Pair* const p = pairs + at;
+    const __m256d xa = lanes_a(x, p), xb = lanes_b(x, p), ya = lanes_a(y, p), yb = lanes_b(y, p);
+    const __m256d reach = _mm256_setr_pd(geo[at].reach, geo[at + 1].reach, geo[at + 2].reach, geo[at + 3].reach);
+    const __m256d dx = _mm256_sub_pd(xb, xa), dy = _mm256_sub_pd(yb, ya);
+    const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+    const __m256d apart = _mm256_cmp_pd(d2, zero, _CMP_GT_OQ);
+    const __m256d d = _mm256_and_pd(_mm256_sqrt_pd(d2), apart);
+    const __m256d nx = _mm256_blendv_pd(one, _mm256_div_pd(dx, d), apart);
+    const __m256d ny = _mm256_blendv_pd(zero, _mm256_div_pd(dy, d), apart);
+    const __m256d sep = _mm256_sub_pd(d, reach);
+    deep += static_cast<std::size_t>(
+        std::popcount(static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(sep, _mm256_mul_pd(stiff, reach), _CMP_LT_OQ)))));
+    Contact* const to[4] = {geo + at, geo + at + 1, geo + at + 2, geo + at + 3};
+    store_transposed(nx, ny, sep, reach, to, 0);
+    for (int j = 0; j < 4; ++j) to[j]->bounce = 0.0;
+    if (points) {
+      const __m256d ra = lanes_a(r, p), rb = lanes_b(r, p);
+      alignas(32) double px[4], py[4];
+      _mm256_store_pd(px, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, xa), _mm256_mul_pd(ra, xb)), reach));
+      _mm256_store_pd(py, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, ya), _mm256_mul_pd(ra, yb)), reach));
+      for (std::size_t j = 0; j < 4; ++j) out.point[at + j] = {px[j], py[j]};
+    }
+  }
+  _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
+  return h;
+}
+
 // The first body from i on (i, i + 4, ...) of the first four of which one is
 // within `speculative` of a wall, by collide_walls's own gaps, four at a time;
 // i1 or the tail under four when none is. (Most bodies are far from every
@@ -304,6 +377,8 @@ void colour_contacts(std::size_t bodies, const PairBlocks& candidates, std::size
 
 }  // namespace
 
+void allow_contact_refresh(bool allowed) { refresh_allowed.store(allowed, std::memory_order_relaxed); }
+std::uint64_t contact_refreshes() { return refreshes.load(std::memory_order_relaxed); }
 std::uint64_t contact_colourings() { return contact_colouring_runs.load(std::memory_order_relaxed); }
 std::uint64_t contacts_made_ahead(bool per_contact) { return made_ahead[per_contact ? 1 : 0].load(std::memory_order_relaxed); }
 
@@ -316,6 +391,66 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const double* const m = b.m.data();
   const std::vector<std::uint32_t> first = candidates.starts();  // candidate index of each block's first pair
   if (out.block_contacts.size() < nb) out.block_contacts.resize(nb);
+  // 1. Which candidates are contacts: each block lists its own, in order
+  // (four at a time in lanes where the processor has them), keeping the
+  // list of the collide before.
+  const bool lanes = simd_in_use();
+  for_blocks(nb, 1, [&, x, y, r, speculative](std::size_t blk, std::size_t, std::size_t) {
+    const Pair* const block = candidates.blocks[blk].data();
+    const std::size_t size = candidates.blocks[blk].size();
+    std::vector<std::uint32_t>& hits = out.block_contacts[blk].hits;
+    std::swap(hits, out.block_contacts[blk].last_hits);
+    hits.clear();
+    if (lanes) return contact_candidates_avx2(x, y, r, block, size, speculative, hits);
+    for (std::size_t k = 0; k < size; ++k)
+      if (is_contact(x, y, r, block[k], speculative)) hits.push_back(static_cast<std::uint32_t>(k));
+  });
+  // Each block's first contact: the counts in block order.
+  out.block_count.assign(nb + 1, 0);
+  for (std::size_t blk = 0; blk < nb; ++blk)
+    out.block_count[blk + 1] = out.block_count[blk] + static_cast<std::uint32_t>(out.block_contacts[blk].hits.size());
+  const std::size_t total = out.block_count[nb];
+  // The solver's slots where its passes are shared (Contacts::slotted; the
+  // rebuild made slots only where there is more than one thread).
+  out.slotted = out.slot_of.size() == b.size() && total >= kSharedPassesFrom;
+  const std::uint32_t* const slot = out.slotted ? out.slot_of.data() : nullptr;
+  // A refresh: where the last collide here wrote the same contacts (the
+  // same pair list, slots and hits; a coloured list, so in candidate order)
+  // and relax left the warm values in them, each contact's pair, reach,
+  // mass shares, slots, candidate and warm value are what this one would
+  // write: only the normal, gap and contact point are written again (a
+  // settled pile's substeps). The same bits.
+  bool refresh = refresh_allowed.load(std::memory_order_relaxed) && candidates.generation != 0 &&
+                 candidates.generation == out.written_from &&
+                 slot == out.written_slots && !colouring.per_contact && out.warm_in_contacts && out.order.empty() &&
+                 out.size() == total;
+  for (std::size_t blk = 0; refresh && blk < nb; ++blk)
+    refresh = out.block_contacts[blk].hits == out.block_contacts[blk].last_hits;
+  out.written_from = candidates.generation;
+  out.written_slots = slot;
+  if (refresh) {
+    refreshes.fetch_add(1, std::memory_order_relaxed);
+    out.warm_in_contacts = false;
+    out.warm_candidate.clear();
+    out.warm_value.clear();
+    out.collided.assign(total, 0);
+    if (points) out.point.resize(total);
+    const ContactInput in{x, y, r, m, slot};
+    for_blocks(nb, 1, [&, in, points](std::size_t blk, std::size_t, std::size_t) {
+      Contacts::Block& local = out.block_contacts[blk];
+      const std::size_t at0 = out.block_count[blk], nh = local.hits.size();
+      std::size_t deep = 0;
+      std::size_t h = lanes ? refresh_contacts_avx2(in, at0, nh, points, out, deep) : 0;
+      for (; h < nh; ++h) refresh_contact(in, at0 + h, points, out, deep);
+      local.deep = deep;
+    });
+    out.deep = 0;
+    for (std::size_t blk = 0; blk < nb; ++blk) out.deep += out.block_contacts[blk].deep;
+    const std::uint32_t colours = colouring.colours();
+    out.colour_begin.resize(colours + 1);
+    for (std::uint32_t c = 0; c <= colours; ++c) out.colour_begin[c] = out.block_count[colouring.block_begin[c]];
+    return total;
+  }
   // The warm values, in candidate order as the contacts are: last substep's
   // contacts' own, where relax left them (set aside here, as the new ones
   // are written), else the list a rebuild or a restore made.
@@ -331,27 +466,6 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const std::uint32_t* const warm_cand = out.warm_candidate.data();
   const double* const warm_value = out.warm_value.data();
   const std::size_t warm_size = out.warm_candidate.size();
-  // 1. Which candidates are contacts: each block lists its own, in order
-  // (four at a time in lanes where the processor has them).
-  const bool lanes = simd_in_use();
-  for_blocks(nb, 1, [&, x, y, r, speculative](std::size_t blk, std::size_t, std::size_t) {
-    const Pair* const block = candidates.blocks[blk].data();
-    const std::size_t size = candidates.blocks[blk].size();
-    std::vector<std::uint32_t>& hits = out.block_contacts[blk].hits;
-    hits.clear();
-    if (lanes) return contact_candidates_avx2(x, y, r, block, size, speculative, hits);
-    for (std::size_t k = 0; k < size; ++k)
-      if (is_contact(x, y, r, block[k], speculative)) hits.push_back(static_cast<std::uint32_t>(k));
-  });
-  // Each block's first contact: the counts in block order.
-  out.block_count.assign(nb + 1, 0);
-  for (std::size_t blk = 0; blk < nb; ++blk)
-    out.block_count[blk + 1] = out.block_count[blk] + static_cast<std::uint32_t>(out.block_contacts[blk].hits.size());
-  const std::size_t total = out.block_count[nb];
-  // The solver's slots where its passes are shared (Contacts::slotted; the
-  // rebuild made slots only where there is more than one thread).
-  out.slotted = out.slot_of.size() == b.size() && total >= kSharedPassesFrom;
-  const std::uint32_t* const slot = out.slotted ? out.slot_of.data() : nullptr;
   out.pairs.resize(total);
   out.geometry.resize(total);
   out.accum.resize(total);

@@ -735,6 +735,7 @@ std::uint64_t velocity_copies() { return copies.load(std::memory_order_relaxed);
 void allow_deep_stiffening(bool allowed) { stiffening_allowed.store(allowed, std::memory_order_relaxed); }
 
 void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool low_memory) {
+  pairs.renew();
   out.used.assign(bodies, 0);
   out.colour.resize(pairs.count);
   std::vector<std::uint32_t> count(kColours, 0);

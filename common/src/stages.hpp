@@ -133,6 +133,7 @@ struct Contacts {
   std::vector<std::uint32_t> block_count;   // scratch: first contact of each candidate block
   struct Block {                            // scratch: one candidate block's contacts
     std::vector<std::uint32_t> hits;        // offsets in the block of its candidates that are contacts
+    std::vector<std::uint32_t> last_hits;   // the hits of the collide before (refresh, see collide)
     std::size_t deep = 0;
   };
   std::vector<Block> block_contacts;
@@ -143,6 +144,10 @@ struct Contacts {
   std::vector<std::uint64_t> colour_used;  // per body, all zero between calls
   std::vector<std::uint8_t> hit_colour;
   std::size_t deep = 0;  // contacts overlapping deeper than kStiffFrom of their reach at detection
+  // What the last collide into these contacts wrote them from: the pair
+  // list (PairBlocks::generation) and the slots (null: storage indices).
+  std::uint64_t written_from = 0;
+  const std::uint32_t* written_slots = nullptr;
   int push_passes = 0;  // Verlet: position passes the last push_contacts made
   std::vector<std::uint8_t> fired;  // scratch: per body, 1 + the impact pass that last changed it (0: none)
   // Scratch of the impact passes after the first: each body's contacts
@@ -386,6 +391,12 @@ std::uint64_t shared_impact_passes();
 /// (a list coloured per contact), else those from contacts in candidate
 /// order; for tests.
 std::uint64_t contacts_made_ahead(bool per_contact);
+/// Whether collide may refresh the contacts it wrote the substep before
+/// (the same pair list and hits: only their normals, gaps and points written
+/// again; the default), and how many times it has since the program
+/// started. Same bits either way; tests check that. Call between steps only.
+void allow_contact_refresh(bool allowed);
+std::uint64_t contact_refreshes();
 /// How many substeps have coloured their own contacts (a list left
 /// uncoloured, Colouring::per_contact) since the program started; for tests.
 std::uint64_t contact_colourings();
