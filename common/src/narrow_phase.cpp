@@ -466,6 +466,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const std::uint32_t* const warm_cand = out.warm_candidate.data();
   const double* const warm_value = out.warm_value.data();
   const std::size_t warm_size = out.warm_candidate.size();
+  out.by_body_current = false;
   out.pairs.resize(total);
   out.geometry.resize(total);
   out.accum.resize(total);

@@ -900,23 +900,27 @@ template <class V>
 std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
                                      int passes, bool share) {
   const std::size_t n = b.size(), nc = cs.size();
-  // Each body's contacts, in contact order (a counting sort).
+  // Each body's contacts, in contact order (a counting sort), unless the
+  // index was made for these very contacts (collide refreshed them).
   auto& start = cs.by_body_start;
   auto& list = cs.by_body;
-  start.assign(n + 1, 0);
-  for (std::size_t k = 0; k < nc; ++k) {
-    ++start[pairs[k].a + 1];
-    ++start[pairs[k].b + 1];
-  }
-  for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
-  list.resize(2 * nc);
-  {
-    std::vector<std::uint32_t>& fill = cs.by_body_fill;
-    fill.assign(start.begin(), start.end() - 1);
+  if (!cs.by_body_current) {
+    start.assign(n + 1, 0);
     for (std::size_t k = 0; k < nc; ++k) {
-      list[fill[pairs[k].a]++] = static_cast<std::uint32_t>(k);
-      list[fill[pairs[k].b]++] = static_cast<std::uint32_t>(k);
+      ++start[pairs[k].a + 1];
+      ++start[pairs[k].b + 1];
     }
+    for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+    list.resize(2 * nc);
+    {
+      std::vector<std::uint32_t>& fill = cs.by_body_fill;
+      fill.assign(start.begin(), start.end() - 1);
+      for (std::size_t k = 0; k < nc; ++k) {
+        list[fill[pairs[k].a]++] = static_cast<std::uint32_t>(k);
+        list[fill[pairs[k].b]++] = static_cast<std::uint32_t>(k);
+      }
+    }
+    cs.by_body_current = true;
   }
   if (share) return shared(b.size(), cs, walls, ctx, passes, true);
   // The contacts to look at, as bits in contact order: this pass's (`todo`)

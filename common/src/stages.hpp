@@ -154,6 +154,7 @@ struct Contacts {
   // (by_body[by_body_start[i], by_body_start[i + 1]), in contact order), the
   // contacts to look at (bits), the bodies changed last pass and this one.
   std::vector<std::uint32_t> by_body_start, by_body, by_body_fill;
+  bool by_body_current = false;  // the index is of these contacts (a refresh keeps it)
   std::vector<std::uint32_t> marked;  // scratch: a colour's contacts to look at in an impact pass
   std::vector<std::uint64_t> todo, todo_next;
   // The same as bytes, where the passes are shared among threads (a mark is
@@ -227,6 +228,7 @@ struct Contacts {
     std::vector<Vec2>().swap(point);
     std::vector<Block>().swap(block_contacts);
     std::vector<std::uint32_t>().swap(order);
+    by_body_current = false;
     colour_begin.clear();
   }
   std::uint32_t colours() const { return colour_begin.empty() ? 0 : static_cast<std::uint32_t>(colour_begin.size() - 1); }
