@@ -117,22 +117,12 @@ static_assert(offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 && offset
               offsetof(Contact, reach) == 24 && offsetof(Contact, share_a) == 32 && offsetof(Contact, share_b) == 40 &&
               offsetof(Contact, bounce) == 48 && offsetof(Contact, va) == 56 && offsetof(Contact, vb) == 60);
 
-// Writes the contact of candidate k of the block at the cursor: the normal,
-// gap, reach, mass shares, slots, warm value (and contact point).
-inline void write_contact(const ContactInput& in, const Pair* block, std::uint32_t first_k, std::uint32_t k,
-                          bool points, const std::uint32_t* warm_cand, const double* warm_value,
-                          std::size_t warm_size, Contacts& out, WriteCursor& cur) {
-  const double* const x = in.x;
-  const double* const y = in.y;
-  const double* const r = in.r;
-  const double* const m = in.m;
-  const Pair p = block[k];
-  const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
-  const double reach = r[p.a] + r[p.b];
+// A contact's unit normal from a to b (coincident centres: (1, 0)), its gap
+// and bounce (0), from the centres' offset (dx, dy) and `reach` (r_a + r_b);
+// returns 1 where it overlaps deeper than kStiffFrom of its reach. For a
+// contact written whole and one refreshed alike (so the same bits).
+inline std::size_t set_normal_gap(double dx, double dy, double reach, Contact& c) {
   const double d2 = dx * dx + dy * dy;
-  const std::uint32_t cand = first_k + k;
-  const std::size_t at = cur.to(cur.at++);
-  Contact& c = out.geometry[at];
   double d = 0.0;
   if (d2 > 0.0) {
     d = std::sqrt(d2);
@@ -143,11 +133,63 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
     c.ny = 0.0;
   }
   c.sep = d - reach;
-  c.reach = reach;
   c.bounce = 0.0;
+  return c.sep < -kStiffFrom * reach ? 1 : 0;
+}
+
+// The radius-weighted contact point of pair p.
+inline Vec2 contact_point(const double* x, const double* y, const double* r, Pair p, double reach) {
+  return {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach};
+}
+
+// set_normal_gap in lanes (IEEE square root and division round in lanes as
+// one at a time: the same bits); `deep` counts the deep lanes.
+struct NormalGap {
+  __m256d nx, ny, sep;
+};
+[[gnu::target("avx2"), gnu::always_inline]] inline NormalGap normal_gap(__m256d dx, __m256d dy, __m256d reach,
+                                                                       std::size_t& deep) {
+  const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
+  const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+  // Coincident centres (d2 = 0): d = 0 and the normal (1, 0).
+  const __m256d apart = _mm256_cmp_pd(d2, zero, _CMP_GT_OQ);
+  const __m256d d = _mm256_and_pd(_mm256_sqrt_pd(d2), apart);
+  const NormalGap g{_mm256_blendv_pd(one, _mm256_div_pd(dx, d), apart),
+                    _mm256_blendv_pd(zero, _mm256_div_pd(dy, d), apart), _mm256_sub_pd(d, reach)};
+  const __m256d stiff = _mm256_mul_pd(_mm256_set1_pd(-kStiffFrom), reach);
+  deep += static_cast<std::size_t>(
+      std::popcount(static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(g.sep, stiff, _CMP_LT_OQ)))));
+  return g;
+}
+
+// contact_point in lanes, stored at points[at[j]].
+[[gnu::target("avx2"), gnu::always_inline]] inline void contact_points(__m256d xa, __m256d xb, __m256d ya, __m256d yb,
+                                                                      __m256d ra, __m256d rb, __m256d reach,
+                                                                      Vec2* points, const std::size_t at[4]) {
+  alignas(32) double px[4], py[4];
+  _mm256_store_pd(px, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, xa), _mm256_mul_pd(ra, xb)), reach));
+  _mm256_store_pd(py, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, ya), _mm256_mul_pd(ra, yb)), reach));
+  for (int j = 0; j < 4; ++j) points[at[j]] = {px[j], py[j]};
+}
+
+// Writes the contact of candidate k of the block at the cursor: the normal,
+// gap, reach, mass shares, slots, warm value (and contact point).
+inline void write_contact(const ContactInput& in, const Pair* block, std::uint32_t first_k, std::uint32_t k,
+                          bool points, const std::uint32_t* warm_cand, const double* warm_value,
+                          std::size_t warm_size, Contacts& out, WriteCursor& cur) {
+  const double* const x = in.x;
+  const double* const y = in.y;
+  const double* const r = in.r;
+  const double* const m = in.m;
+  const Pair p = block[k];
+  const double reach = r[p.a] + r[p.b];
+  const std::uint32_t cand = first_k + k;
+  const std::size_t at = cur.to(cur.at++);
+  Contact& c = out.geometry[at];
+  cur.deep += set_normal_gap(x[p.b] - x[p.a], y[p.b] - y[p.a], reach, c);
+  c.reach = reach;
   c.va = in.slot ? in.slot[p.a] : p.a;
   c.vb = in.slot ? in.slot[p.b] : p.b;
-  cur.deep += c.sep < -kStiffFrom * reach ? 1 : 0;
   // Equal masses share by exactly 1/2 (m / 2m may not round to it).
   const double ma = m[p.a], mb = m[p.b];
   if (ma == mb) {
@@ -158,7 +200,7 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
     c.share_b = ma * inv;
   }
   out.accum[at] = warm_of(cand, warm_cand, warm_value, warm_size, cur.w);
-  if (points) out.point[at] = {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach};
+  if (points) out.point[at] = contact_point(x, y, r, p, reach);
   out.pairs[at] = p;
   out.candidate[at] = cand;
 }
@@ -191,24 +233,14 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   const double* const r = in.r;
   const double* const m = in.m;
   const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0), half = _mm256_set1_pd(0.5);
-  const __m256d stiff = _mm256_set1_pd(-kStiffFrom);
   Contact* const geo = out.geometry.data();
   std::size_t h = 0;
   for (; h + 4 <= n; h += 4) {
     const Pair p[4] = {block[hits[h]], block[hits[h + 1]], block[hits[h + 2]], block[hits[h + 3]]};
     const __m256d xa = lanes_a(x, p), xb = lanes_b(x, p), ya = lanes_a(y, p), yb = lanes_b(y, p);
     const __m256d ra = lanes_a(r, p), rb = lanes_b(r, p), ma = lanes_a(m, p), mb = lanes_b(m, p);
-    const __m256d dx = _mm256_sub_pd(xb, xa), dy = _mm256_sub_pd(yb, ya);
     const __m256d reach = _mm256_add_pd(ra, rb);
-    const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
-    // Coincident centres (d2 = 0): d = 0 and the normal (1, 0).
-    const __m256d apart = _mm256_cmp_pd(d2, zero, _CMP_GT_OQ);
-    const __m256d d = _mm256_and_pd(_mm256_sqrt_pd(d2), apart);
-    const __m256d nx = _mm256_blendv_pd(one, _mm256_div_pd(dx, d), apart);
-    const __m256d ny = _mm256_blendv_pd(zero, _mm256_div_pd(dy, d), apart);
-    const __m256d sep = _mm256_sub_pd(d, reach);
-    cur.deep += static_cast<std::size_t>(
-        std::popcount(static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(sep, _mm256_mul_pd(stiff, reach), _CMP_LT_OQ)))));
+    const NormalGap g = normal_gap(_mm256_sub_pd(xb, xa), _mm256_sub_pd(yb, ya), reach, cur.deep);
     const __m256d equal = _mm256_cmp_pd(ma, mb, _CMP_EQ_OQ);
     const __m256d inv = _mm256_div_pd(one, _mm256_add_pd(ma, mb));
     const __m256d share_a = _mm256_blendv_pd(_mm256_mul_pd(mb, inv), half, equal);
@@ -227,14 +259,9 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
     const std::size_t at[4] = {cur.to(cur.at), cur.to(cur.at + 1), cur.to(cur.at + 2),
                                cur.to(cur.at + 3)};
     Contact* const to[4] = {geo + at[0], geo + at[1], geo + at[2], geo + at[3]};
-    store_transposed(nx, ny, sep, reach, to, 0);
+    store_transposed(g.nx, g.ny, g.sep, reach, to, 0);
     store_transposed(share_a, share_b, zero, slots, to, 4);
-    if (points) {
-      alignas(32) double px[4], py[4];
-      _mm256_store_pd(px, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, xa), _mm256_mul_pd(ra, xb)), reach));
-      _mm256_store_pd(py, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, ya), _mm256_mul_pd(ra, yb)), reach));
-      for (int j = 0; j < 4; ++j) out.point[at[j]] = {px[j], py[j]};
-    }
+    if (points) contact_points(xa, xb, ya, yb, ra, rb, reach, out.point.data(), at);
     for (std::size_t j = 0; j < 4; ++j) {
       const std::uint32_t cand = first_k + hits[h + j];
       out.accum[at[j]] = warm_of(cand, warm_cand, warm_value, warm_size, cur.w);
@@ -256,24 +283,8 @@ inline void refresh_contact(const ContactInput& in, std::size_t at, bool points,
   const double* const y = in.y;
   const Pair p = out.pairs[at];
   Contact& c = out.geometry[at];
-  const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
-  const double d2 = dx * dx + dy * dy;
-  double d = 0.0;
-  if (d2 > 0.0) {
-    d = std::sqrt(d2);
-    c.nx = dx / d;
-    c.ny = dy / d;
-  } else {
-    c.nx = 1.0;
-    c.ny = 0.0;
-  }
-  c.sep = d - c.reach;
-  c.bounce = 0.0;
-  deep += c.sep < -kStiffFrom * c.reach ? 1 : 0;
-  if (points) {
-    const double* const r = in.r;
-    out.point[at] = {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / c.reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / c.reach};
-  }
+  deep += set_normal_gap(x[p.b] - x[p.a], y[p.b] - y[p.a], c.reach, c);
+  if (points) out.point[at] = contact_point(x, y, in.r, p, c.reach);
 }
 
 // refresh_contact for contacts [at0, at0 + 4 floor(n / 4)), four at a time in
@@ -284,8 +295,6 @@ inline void refresh_contact(const ContactInput& in, std::size_t at, bool points,
   const double* const x = in.x;
   const double* const y = in.y;
   const double* const r = in.r;
-  const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0);
-  const __m256d stiff = _mm256_set1_pd(-kStiffFrom);
   Contact* const geo = out.geometry.data();
   const Pair* const pairs = out.pairs.data();
   std::size_t h = 0;
@@ -294,24 +303,13 @@ inline void refresh_contact(const ContactInput& in, std::size_t at, bool points,
     const Pair* const p = pairs + at;
     const __m256d xa = lanes_a(x, p), xb = lanes_b(x, p), ya = lanes_a(y, p), yb = lanes_b(y, p);
     const __m256d reach = _mm256_setr_pd(geo[at].reach, geo[at + 1].reach, geo[at + 2].reach, geo[at + 3].reach);
-    const __m256d dx = _mm256_sub_pd(xb, xa), dy = _mm256_sub_pd(yb, ya);
-    const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
-    const __m256d apart = _mm256_cmp_pd(d2, zero, _CMP_GT_OQ);
-    const __m256d d = _mm256_and_pd(_mm256_sqrt_pd(d2), apart);
-    const __m256d nx = _mm256_blendv_pd(one, _mm256_div_pd(dx, d), apart);
-    const __m256d ny = _mm256_blendv_pd(zero, _mm256_div_pd(dy, d), apart);
-    const __m256d sep = _mm256_sub_pd(d, reach);
-    deep += static_cast<std::size_t>(
-        std::popcount(static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(sep, _mm256_mul_pd(stiff, reach), _CMP_LT_OQ)))));
+    const NormalGap g = normal_gap(_mm256_sub_pd(xb, xa), _mm256_sub_pd(yb, ya), reach, deep);
     Contact* const to[4] = {geo + at, geo + at + 1, geo + at + 2, geo + at + 3};
-    store_transposed(nx, ny, sep, reach, to, 0);
+    store_transposed(g.nx, g.ny, g.sep, reach, to, 0);
     for (int j = 0; j < 4; ++j) to[j]->bounce = 0.0;
     if (points) {
-      const __m256d ra = lanes_a(r, p), rb = lanes_b(r, p);
-      alignas(32) double px[4], py[4];
-      _mm256_store_pd(px, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, xa), _mm256_mul_pd(ra, xb)), reach));
-      _mm256_store_pd(py, _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(rb, ya), _mm256_mul_pd(ra, yb)), reach));
-      for (std::size_t j = 0; j < 4; ++j) out.point[at + j] = {px[j], py[j]};
+      const std::size_t ats[4] = {at, at + 1, at + 2, at + 3};
+      contact_points(xa, xb, ya, yb, lanes_a(r, p), lanes_b(r, p), reach, out.point.data(), ats);
     }
   }
   _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
