@@ -77,6 +77,33 @@ World make_world(const Gas& g, int threads) {
   return w;
 }
 
+// A pile of n bodies (r 0.45-0.55, 60 columns) falling into its box, e 0.5.
+Gas make_falling_pile(std::size_t n) {
+  test::PileSpec spec;
+  spec.n = n;
+  spec.columns = 60;
+  spec.rmin = 0.45;
+  spec.rmax = 0.55;
+  spec.pitch = 1.2;
+  Gas g;
+  g.bodies = test::make_pile(spec, &g.params.bounds);
+  g.params.gravity = {0.0, -10.0};
+  g.params.restitution = 0.5;
+  return g;
+}
+
+// Whether two worlds recorded the same events of their last step, bit for bit.
+testing::AssertionResult same_events(const World& a, const World& b) {
+  const auto ea = a.events(), eb = b.events();
+  if (ea.size() != eb.size())
+    return testing::AssertionFailure() << ea.size() << " events against " << eb.size();
+  for (std::size_t k = 0; k < ea.size(); ++k)
+    if (!(ea[k].a == eb[k].a && ea[k].b == eb[k].b && ea[k].point == eb[k].point &&
+          ea[k].impulse == eb[k].impulse && ea[k].substep == eb[k].substep))
+      return testing::AssertionFailure() << "event " << k << " differs";
+  return testing::AssertionSuccess();
+}
+
 struct Outcome {
   std::uint64_t hash = 0;
   std::uint64_t collisions = 0;
@@ -174,13 +201,7 @@ TEST_P(Determinism, OneAndFourThreadsAgreeAfterEveryStep) {
     ASSERT_EQ(a.pair_rebuilds, b.pair_rebuilds) << "step " << s + 1;
     ASSERT_EQ(a.momentum, b.momentum) << "step " << s + 1;
     ASSERT_EQ(std::memcmp(&a.kinetic_energy, &b.kinetic_energy, sizeof(double)), 0) << "step " << s + 1;
-    const auto ea = w1.events(), eb = w4.events();
-    ASSERT_EQ(ea.size(), eb.size()) << "step " << s + 1;
-    for (std::size_t k = 0; k < ea.size(); ++k) {
-      ASSERT_TRUE(ea[k].a == eb[k].a && ea[k].b == eb[k].b && ea[k].point == eb[k].point &&
-                  ea[k].impulse == eb[k].impulse && ea[k].substep == eb[k].substep)
-          << "event " << k << " differs at step " << s + 1;
-    }
+    ASSERT_TRUE(same_events(w1, w4)) << "at step " << s + 1;
   }
   EXPECT_GT(w1.stats().collisions, 0u);
   if (GetParam() == Solver::kDiscrete) {
@@ -195,16 +216,7 @@ TEST_P(Determinism, OneAndFourThreadsAgreeAfterEveryStep) {
 // warm values in candidate order; the same bits and warm values (events,
 // contacts) as one thread after every step.
 TEST(Determinism, SmallPileMakesItsContactsAheadWithTheBitsOfOneThread) {
-  test::PileSpec spec;
-  spec.n = 2000;
-  spec.columns = 60;
-  spec.rmin = 0.45;
-  spec.rmax = 0.55;
-  spec.pitch = 1.2;
-  Gas g;
-  g.bodies = test::make_pile(spec, &g.params.bounds);
-  g.params.gravity = {0.0, -10.0};
-  g.params.restitution = 0.5;
+  const Gas g = make_falling_pile(2000);
   World w1 = make_world(g, 1), w4 = make_world(g, 4);
   std::uint64_t ahead = 0;
   for (int s = 0; s < 200; ++s) {
@@ -992,16 +1004,7 @@ TEST(StateHash, CoversEveryBodyField) {
 // two threads, compared after every step.
 TEST(Determinism, RefreshedContactsGiveTheBitsOfContactsWrittenWhole) {
   for (const std::size_t n : {std::size_t{2000}, std::size_t{5000}}) {
-    test::PileSpec spec;
-    spec.n = n;
-    spec.columns = 60;
-    spec.rmin = 0.45;
-    spec.rmax = 0.55;
-    spec.pitch = 1.2;
-    Gas g;
-    g.bodies = test::make_pile(spec, &g.params.bounds);
-    g.params.gravity = {0.0, -10.0};
-    g.params.restitution = 0.5;
+    Gas g = make_falling_pile(n);
     g.params.record_events = true;
     World settling = make_world(g, 2);
     for (int s = 0; s < 600; ++s) settling.step();
@@ -1025,13 +1028,7 @@ TEST(Determinism, RefreshedContactsGiveTheBitsOfContactsWrittenWhole) {
       ASSERT_EQ(refreshed.state_hash(), scalar.state_hash()) << n << " bodies, one at a time: step " << s + 1;
       ASSERT_EQ(refreshed.stats().contacts, whole.stats().contacts) << "step " << s + 1;
       ASSERT_EQ(refreshed.stats().collisions, whole.stats().collisions) << "step " << s + 1;
-      const auto ea = refreshed.events(), eb = whole.events();
-      ASSERT_EQ(ea.size(), eb.size()) << "step " << s + 1;
-      for (std::size_t k = 0; k < ea.size(); ++k) {
-        ASSERT_TRUE(ea[k].a == eb[k].a && ea[k].b == eb[k].b && ea[k].point == eb[k].point &&
-                    ea[k].impulse == eb[k].impulse && ea[k].substep == eb[k].substep)
-            << "event " << k << " differs at step " << s + 1;
-      }
+      ASSERT_TRUE(same_events(refreshed, whole)) << "at step " << s + 1;
       most_contacts = std::max<std::uint64_t>(most_contacts, refreshed.stats().contacts / g.params.substeps);
     }
     std::printf("  %zu bodies: %llu of %d substeps refreshed their contacts\n", n,

@@ -257,9 +257,9 @@ class PairAnchors {
   /// Appends to `out` the pair of each body i of `moved` with every other
   /// body j whose extent, grown as the search grows it, overlaps i's at the
   /// anchors: the search's predicate, as (min, max) storage indices (a pair
-  /// may be listed twice). Each moved body looks at the bodies near it in a
-  /// grid of the anchors (made at the first repair after a build, and again
-  /// once many bodies have moved since), and at the bodies repairs have
+  /// may be listed twice). The first repair after a build passes over every
+  /// body; from the second on, each moved body looks at the bodies near it
+  /// in a grid of the anchors (made then) and at the bodies repairs have
   /// moved since that grid was made.
   void partners(std::span<const double> radius, double speculative, std::span<const std::uint32_t> moved,
                 std::vector<Pair>& out);

@@ -426,33 +426,14 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
     refresh = out.block_contacts[blk].hits == out.block_contacts[blk].last_hits;
   out.written_from = candidates.generation;
   out.written_slots = slot;
+  // The warm values, in candidate order as the contacts are: last substep's
+  // contacts' own, where relax left them (set aside here, as the new ones
+  // are written; a refresh leaves them in place), else the list a rebuild
+  // or a restore made.
   if (refresh) {
     refreshes.fetch_add(1, std::memory_order_relaxed);
     out.warm_in_contacts = false;
-    out.warm_candidate.clear();
-    out.warm_value.clear();
-    out.collided.assign(total, 0);
-    if (points) out.point.resize(total);
-    const ContactInput in{x, y, r, m, slot};
-    for_blocks(nb, 1, [&, in, points](std::size_t blk, std::size_t, std::size_t) {
-      Contacts::Block& local = out.block_contacts[blk];
-      const std::size_t at0 = out.block_count[blk], nh = local.hits.size();
-      std::size_t deep = 0;
-      std::size_t h = lanes ? refresh_contacts_avx2(in, at0, nh, points, out, deep) : 0;
-      for (; h < nh; ++h) refresh_contact(in, at0 + h, points, out, deep);
-      local.deep = deep;
-    });
-    out.deep = 0;
-    for (std::size_t blk = 0; blk < nb; ++blk) out.deep += out.block_contacts[blk].deep;
-    const std::uint32_t colours = colouring.colours();
-    out.colour_begin.resize(colours + 1);
-    for (std::uint32_t c = 0; c <= colours; ++c) out.colour_begin[c] = out.block_count[colouring.block_begin[c]];
-    return total;
-  }
-  // The warm values, in candidate order as the contacts are: last substep's
-  // contacts' own, where relax left them (set aside here, as the new ones
-  // are written), else the list a rebuild or a restore made.
-  if (out.warm_in_contacts && !out.order.empty()) {
+  } else if (out.warm_in_contacts && !out.order.empty()) {
     // Last substep's contacts are in its colour order.
     out.gather_warm();
     out.warm_in_contacts = false;
@@ -464,11 +445,13 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const std::uint32_t* const warm_cand = out.warm_candidate.data();
   const double* const warm_value = out.warm_value.data();
   const std::size_t warm_size = out.warm_candidate.size();
-  out.by_body_current = false;
-  out.pairs.resize(total);
-  out.geometry.resize(total);
-  out.accum.resize(total);
-  out.candidate.resize(total);
+  if (!refresh) {
+    out.by_body_current = false;
+    out.pairs.resize(total);
+    out.geometry.resize(total);
+    out.accum.resize(total);
+    out.candidate.resize(total);
+  }
   out.collided.assign(total, 0);
   if (points) out.point.resize(total);
   // A list left uncoloured: this substep's contacts are coloured here.
@@ -480,11 +463,19 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const std::uint32_t* const place = out.order.empty() ? nullptr : out.order.data();
   // 2. Each block writes its contacts into its own slots of the list (its
   // places in colour order), warm values merged in (four at a time in lanes
-  // where the processor has them).
+  // where the processor has them), or refreshes them there.
   const ContactInput in{x, y, r, m, slot};
-  for_blocks(nb, 1, [&, in, points](std::size_t blk, std::size_t, std::size_t) {
-    const Pair* const block = candidates.blocks[blk].data();
+  for_blocks(nb, 1, [&, in, points, refresh](std::size_t blk, std::size_t, std::size_t) {
     Contacts::Block& local = out.block_contacts[blk];
+    if (refresh) {
+      const std::size_t at0 = out.block_count[blk], nh = local.hits.size();
+      std::size_t deep = 0;
+      std::size_t h = lanes ? refresh_contacts_avx2(in, at0, nh, points, out, deep) : 0;
+      for (; h < nh; ++h) refresh_contact(in, at0 + h, points, out, deep);
+      local.deep = deep;
+      return;
+    }
+    const Pair* const block = candidates.blocks[blk].data();
     const std::uint32_t first_k = first[blk];
     WriteCursor at{out.block_count[blk],
                    static_cast<std::size_t>(std::lower_bound(warm_cand, warm_cand + warm_size, first_k) - warm_cand), 0,
