@@ -77,14 +77,15 @@ World make_world(const Gas& g, int threads) {
   return w;
 }
 
-// A pile of n bodies (r 0.45-0.55, 60 columns) falling into its box, e 0.5.
-Gas make_falling_pile(std::size_t n) {
+// A pile of n bodies (60 columns, radii in [rmin, rmax], `pitch` apart)
+// falling into its box, e 0.5.
+Gas make_falling_pile(std::size_t n, double rmin = 0.45, double rmax = 0.55, double pitch = 1.2) {
   test::PileSpec spec;
   spec.n = n;
   spec.columns = 60;
-  spec.rmin = 0.45;
-  spec.rmax = 0.55;
-  spec.pitch = 1.2;
+  spec.rmin = rmin;
+  spec.rmax = rmax;
+  spec.pitch = pitch;
   Gas g;
   g.bodies = test::make_pile(spec, &g.params.bounds);
   g.params.gravity = {0.0, -10.0};
@@ -261,16 +262,7 @@ TEST_P(Determinism, LargePileAgreesBetweenOneAndEightThreadsAfterEveryStep) {
 // components side by side) against the body store's arrays.
 TEST(Determinism, SimdLanesGiveTheBitsOfOneContactAtATime) {
   if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this processor: only the scalar passes run";
-  test::PileSpec spec;
-  spec.n = 3000;
-  spec.columns = 60;
-  spec.rmin = 0.3;
-  spec.rmax = 0.6;
-  spec.pitch = 1.0;
-  Gas pile;
-  pile.bodies = test::make_pile(spec, &pile.params.bounds);
-  pile.params.gravity = {0.0, -10.0};
-  pile.params.restitution = 0.5;
+  Gas pile = make_falling_pile(3000, 0.3, 0.6, 1.0);
   Gas gas = make_gas_scene(Solver::kDiscrete, 2000);
   for (std::size_t i = 0; i < gas.bodies.size(); i += 3) gas.bodies[i].mass = 2.5;
   for (Gas* g : {&pile, &gas}) {
