@@ -66,6 +66,7 @@
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
 
 #include <immintrin.h>
 
@@ -76,6 +77,7 @@
 #include <cstddef>
 #include <memory>
 #include <numbers>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -94,6 +96,10 @@ constexpr std::size_t kGrain = 512;               // contacts per parallel task,
 // contact in about half the time: twice 512 was 1.02-1.04x on the 10k pile
 // and the default world, four times 0.98x on the pile.
 constexpr std::size_t kLaneGrain = 1024;
+// From this many contacts the impact cascade's index is made on another
+// thread beside the first impact pass (solve_with); below, a task costs
+// about what the index does.
+constexpr std::size_t kIndexBesideFrom = 256;
 // A colour of this many contacts or more is shared among the threads in
 // the velocity passes (run_passes; where contacts are kSharedPassesFrom or
 // more), even below kLaneGrain a thread.
@@ -657,6 +663,10 @@ std::atomic<bool> simd_allowed{true};
 std::atomic<bool> copy_allowed{true};
 // Tests: whether deep contacts may be stiffened (allow_deep_stiffening).
 std::atomic<bool> stiffening_allowed{true};
+// Tests and measurements: whether solve_with may index the contacts by body
+// on another thread while the first impact pass runs, and how often it has.
+std::atomic<bool> index_beside_allowed{true};
+std::atomic<std::uint64_t> index_beside_runs{0};
 std::atomic<std::uint64_t> copies{0};
 // (A static initializer may run before the runtime's own CPU detection.)
 const bool kHaveAvx2 = [] {
@@ -733,6 +743,8 @@ std::size_t set_shared_impacts_from(std::size_t impacts) {
 std::uint64_t shared_impact_passes() { return shared_impact_runs.load(std::memory_order_relaxed); }
 std::uint64_t velocity_copies() { return copies.load(std::memory_order_relaxed); }
 void allow_deep_stiffening(bool allowed) { stiffening_allowed.store(allowed, std::memory_order_relaxed); }
+void allow_index_beside(bool allowed) { index_beside_allowed.store(allowed, std::memory_order_relaxed); }
+std::uint64_t indexes_beside() { return index_beside_runs.load(std::memory_order_relaxed); }
 
 void colour_pairs(std::size_t bodies, PairBlocks& pairs, Colouring& out, bool low_memory) {
   pairs.renew();
@@ -829,6 +841,32 @@ void leave_uncoloured(const PairBlocks& pairs, Colouring& out) {
 namespace {
 
 // What the impact passes after the first read and write.
+// The impact cascade's index of each body's contacts, in contact order (a
+// counting sort), unless it was made for these very contacts (collide
+// refreshed them). Reads only the contacts' pairs: solve_with may make it on
+// another thread while the first impact pass runs.
+void index_by_body(Contacts& cs, std::size_t n) {
+  if (cs.by_body_current) return;
+  const Pair* const pairs = cs.pairs.data();
+  const std::size_t nc = cs.size();
+  auto& start = cs.by_body_start;
+  auto& list = cs.by_body;
+  start.assign(n + 1, 0);
+  for (std::size_t k = 0; k < nc; ++k) {
+    ++start[pairs[k].a + 1];
+    ++start[pairs[k].b + 1];
+  }
+  for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+  list.resize(2 * nc);
+  std::vector<std::uint32_t>& fill = cs.by_body_fill;
+  fill.assign(start.begin(), start.end() - 1);
+  for (std::size_t k = 0; k < nc; ++k) {
+    list[fill[pairs[k].a]++] = static_cast<std::uint32_t>(k);
+    list[fill[pairs[k].b]++] = static_cast<std::uint32_t>(k);
+  }
+  cs.by_body_current = true;
+}
+
 template <class V>
 struct ImpactPass {
   V v;
@@ -900,28 +938,11 @@ template <class V>
 std::uint64_t ImpactPass<V>::cascade(BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx,
                                      int passes, bool share) {
   const std::size_t n = b.size(), nc = cs.size();
-  // Each body's contacts, in contact order (a counting sort), unless the
-  // index was made for these very contacts (collide refreshed them).
-  auto& start = cs.by_body_start;
-  auto& list = cs.by_body;
-  if (!cs.by_body_current) {
-    start.assign(n + 1, 0);
-    for (std::size_t k = 0; k < nc; ++k) {
-      ++start[pairs[k].a + 1];
-      ++start[pairs[k].b + 1];
-    }
-    for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
-    list.resize(2 * nc);
-    {
-      std::vector<std::uint32_t>& fill = cs.by_body_fill;
-      fill.assign(start.begin(), start.end() - 1);
-      for (std::size_t k = 0; k < nc; ++k) {
-        list[fill[pairs[k].a]++] = static_cast<std::uint32_t>(k);
-        list[fill[pairs[k].b]++] = static_cast<std::uint32_t>(k);
-      }
-    }
-    cs.by_body_current = true;
-  }
+  // Each body's contacts (made already where solve_with made it beside the
+  // first pass).
+  index_by_body(cs, n);
+  const auto& start = cs.by_body_start;
+  const auto& list = cs.by_body;
   if (share) return shared(b.size(), cs, walls, ctx, passes, true);
   // The contacts to look at, as bits in contact order: this pass's (`todo`)
   // and the next one's (`next`). A look at a contact that does not fire
@@ -1300,6 +1321,19 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
   // The pass in which an impact last changed each body, + 1 (0: none this
   // substep): one array stamped per pass instead of two cleared per pass.
   const int kImpactPasses = std::max(ctx.iterations, 16);
+  // The later passes of a pile (contacts many beside the bodies) go through
+  // the index of each body's contacts (ImpactPass::cascade). Where the
+  // passes run on this thread (not slotted), the other threads are idle
+  // until relax: one of them makes the index while the first pass runs (it
+  // reads only the contacts' pairs, which nothing here writes). The same
+  // index: the same bits. (The default world: 15 us of the 100 us these
+  // passes take a substep.)
+  const bool indexed = 4 * cs.size() >= b.size() && kImpactPasses > 1;
+  std::optional<tbb::task_group> indexing;
+  const bool index_beside = indexed && !cs.by_body_current && !cs.slotted && cs.size() >= kIndexBesideFrom &&
+                            index_beside_allowed.load(std::memory_order_relaxed) &&
+                            tbb::this_task_arena::max_concurrency() > 1;
+  if (index_beside) indexing.emplace().run([&cs, n = b.size()] { index_by_body(cs, n); });
   cs.fired.assign(b.size(), 0);
   std::uint8_t* const fired_in = cs.fired.data();
   std::uint64_t count = 0;  // contacts that collided (once each)
@@ -1341,7 +1375,8 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
       SolveContext blow = ctx;
       blow.resting = ctx.cascade_resting;
       ImpactPass<V> later(v, b, cs);
-      if (4 * cs.size() >= b.size()) {
+      if (index_beside) indexing->wait();
+      if (indexed) {
         count += later.cascade(b, cs, walls, blow, kImpactPasses, share);
       } else {
         count += share ? later.shared(b.size(), cs, walls, blow, kImpactPasses, false)
@@ -1352,6 +1387,12 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
   // 2. Warm start (accum holds last substep's value since the narrow phase).
   // 3. Soft passes with bias, at the gaps of detection (positions have not moved).
   run_passes(v, b, cs, walls, ctx, Pass::kWarm, Pass::kSoft, 1 + static_cast<std::size_t>(std::max(ctx.iterations, 0)));
+  // Where no impact fired, the index was not needed: it was made meanwhile
+  // (and stays valid for these contacts).
+  if (index_beside) {
+    indexing->wait();
+    index_beside_runs.fetch_add(1, std::memory_order_relaxed);
+  }
   return count;
 }
 

@@ -406,6 +406,13 @@ std::uint64_t contact_colourings();
 /// resolve.cpp; the default), so tests can set a pile beside the one spring.
 /// Call between steps only.
 void allow_deep_stiffening(bool allowed);
+/// Whether the discrete solver may make the impact cascade's index of each
+/// body's contacts on another thread while the first impact pass runs, where
+/// its passes run on the calling thread (the default), and how many times it
+/// has since the program started. Same bits either way; tests check that.
+/// Call between steps only.
+void allow_index_beside(bool allowed);
+std::uint64_t indexes_beside();
 
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
 /// bias's velocity taken out again, speculative contacts still holding), then
