@@ -214,22 +214,26 @@ TEST_P(Determinism, OneAndFourThreadsAgreeAfterEveryStep) {
 
 // A small pile settling, its pair list coloured (its bodies carry load): on
 // four threads its next contacts are made while relax runs and take their
-// warm values in candidate order, and the impact cascade's index of each
-// body's contacts is made on another thread while the first impact pass
-// runs; the same bits and warm values (events, contacts) as one thread after
-// every step.
+// warm values in candidate order (the repairs of its pair list made there
+// too, before them), and the impact cascade's index of each body's contacts
+// is made on another thread while the first impact pass runs; the same bits
+// and warm values (events, contacts) as one thread after every step.
 TEST(Determinism, SmallPileMakesItsContactsAheadWithTheBitsOfOneThread) {
   const Gas g = make_falling_pile(2000);
   World w1 = make_world(g, 1), w4 = make_world(g, 4);
-  std::uint64_t ahead = 0, beside = 0;
+  std::uint64_t ahead = 0, beside = 0, repairs = 0;
   for (int s = 0; s < 200; ++s) {
-    const std::uint64_t index_before = detail::indexes_beside();
+    const std::uint64_t index_before = detail::indexes_beside(), repairs_before = detail::repairs_made_ahead();
     w1.step();
     ASSERT_EQ(detail::indexes_beside(), index_before) << "one thread made an index on another";
+    ASSERT_EQ(detail::repairs_made_ahead(), repairs_before) << "one thread repaired on another";
     const std::uint64_t before = detail::contacts_made_ahead(false);
     w4.step();
     ahead += detail::contacts_made_ahead(false) - before;
     beside += detail::indexes_beside() - index_before;
+    repairs += detail::repairs_made_ahead() - repairs_before;
+    ASSERT_EQ(w1.stats().pair_repairs, w4.stats().pair_repairs) << "step " << s + 1;
+    ASSERT_EQ(w1.stats().pair_rebuilds, w4.stats().pair_rebuilds) << "step " << s + 1;
     ASSERT_EQ(w1.state_hash(), w4.state_hash()) << "first difference after step " << s + 1;
     ASSERT_EQ(w1.stats().contacts, w4.stats().contacts) << "step " << s + 1;
     ASSERT_EQ(w1.stats().collisions, w4.stats().collisions) << "step " << s + 1;
@@ -237,6 +241,7 @@ TEST(Determinism, SmallPileMakesItsContactsAheadWithTheBitsOfOneThread) {
   }
   EXPECT_GT(ahead, 200u) << "the pile seldom or never made its contacts while relax ran";
   EXPECT_GT(beside, 100u) << "the pile's cascade index was seldom or never made beside the first impact pass";
+  EXPECT_GT(repairs, 50u) << "the pile's pair list was seldom or never repaired while relax ran";
 }
 
 // A large, compressed pile: enough bodies and simultaneous contacts that every

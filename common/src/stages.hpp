@@ -413,6 +413,12 @@ void allow_deep_stiffening(bool allowed);
 /// Call between steps only.
 void allow_index_beside(bool allowed);
 std::uint64_t indexes_beside();
+/// Whether World's step may make the next substep's repair of the pair list
+/// on another thread, with the next contacts, while relax runs (the
+/// default), and how many repairs it has made so since the program started.
+/// Same bits either way; tests check that. Call between steps only.
+void allow_repair_ahead(bool allowed);
+std::uint64_t repairs_made_ahead();
 
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
 /// bias's velocity taken out again, speculative contacts still holding), then

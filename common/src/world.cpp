@@ -8,6 +8,7 @@
 #include <oneapi/tbb/task_group.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -106,6 +107,10 @@ constexpr int kExtraRelaxPasses = 2;
 // relax runs (step_substeps): a second set of contacts (DiscreteSolver::ahead).
 // Larger ones share their passes among the threads anyway.
 constexpr std::size_t kOverlapBelow = std::size_t{1} << 17;
+// Tests and measurements: whether the repair of the pair list may be made
+// with the next contacts while relax runs, and how many have been.
+std::atomic<bool> repair_ahead_allowed{true};
+std::atomic<std::uint64_t> repairs_ahead{0};
 constexpr double kContactDamping = 10.0;
 // The soft bias pushes overlapping bodies apart at most this many smallest
 // radii a second (Box2D: 3 m/s).
@@ -196,6 +201,9 @@ Status check_params(const Params& p) {
 }
 
 }  // namespace
+
+void allow_repair_ahead(bool allowed) { repair_ahead_allowed.store(allowed, std::memory_order_relaxed); }
+std::uint64_t repairs_made_ahead() { return repairs_ahead.load(std::memory_order_relaxed); }
 
 struct WorldState {
   WorldConfig config;
@@ -494,7 +502,14 @@ void WorldState::step_substeps(StepStats& st) {
     // The next substep's repair of the pair list (step 2), made now: it
     // reads positions and anchors only, which nothing changes before then,
     // and so the next contacts may still be made while this substep relaxes.
-    if (!verlet && sub + 1 < p.substeps && d.anchors.far(moved_after_move)) {
+    // Where they are (below), the repair is made there too, on the other
+    // thread, before them (not a restored list's: its repair rebuilds the
+    // list, which reads the warm values relax writes).
+    const bool may_ahead = may_overlap && sub + 1 < p.substeps && !d.contacts.slotted;
+    const bool try_repair = !verlet && sub + 1 < p.substeps && d.anchors.far(moved_after_move);
+    const bool repair_ahead = may_ahead && try_repair && d.anchors.restored() == nullptr &&
+                              repair_ahead_allowed.load(std::memory_order_relaxed);
+    if (try_repair && !repair_ahead) {
       t = Clock::now();
       if (d.repair_pairs(bodies, p.dt)) {
         ++st.pair_repairs;
@@ -509,9 +524,9 @@ void WorldState::step_substeps(StepStats& st) {
     //    this thread (its passes are not shared) and the next substep keeps
     //    the pair list, the next contacts are made meanwhile on another
     //    thread, then take their warm values from what relax leaves. The same
-    //    operations on the same values: the same bits.
-    const bool overlap = may_overlap && sub + 1 < p.substeps && !d.contacts.slotted &&
-                         !d.anchors.needs_rebuild(moved_after_move);
+    //    operations on the same values: the same bits. (Where the repair is
+    //    made there, whether the list is kept is known once it is.)
+    bool overlap = may_ahead && (repair_ahead || !d.anchors.needs_rebuild(moved_after_move));
     t = Clock::now();
     if (verlet) {
       restitute_contacts(bodies, d.contacts, p.restitution, resting, p.iterations);
@@ -521,18 +536,39 @@ void WorldState::step_substeps(StepStats& st) {
       // no warm values: take_warm used them up before it was swapped out.)
       std::swap(d.ahead.slot_of, d.contacts.slot_of);
       std::uint64_t made = 0;
-      double collide_seconds = 0.0;
+      double collide_seconds = 0.0, repair_seconds = 0.0;
+      bool repaired = false, collided = false;
       tbb::task_group ahead;
       ahead.run([&] {
-        const auto t0 = Clock::now();
+        auto t0 = Clock::now();
+        if (repair_ahead) {
+          // As above; a list that was not repaired is rebuilt (the body is
+          // past its limit), one that was is kept unless stale.
+          repaired = d.repair_pairs(bodies, p.dt);
+          repair_seconds = seconds_since(t0);
+          if (d.anchors.needs_rebuild(repaired ? 0.0 : moved_after_move)) return;
+          t0 = Clock::now();
+        }
         made = collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.ahead);
         collide_seconds = seconds_since(t0);
+        collided = true;
       });
       relax_contacts(bodies, d.contacts, d.walls, ctx);
       ahead.wait();
-      take_warm(d.contacts, d.ahead);
-      st.contacts += made;
-      st.seconds.collide += collide_seconds;
+      if (repaired) {
+        ++st.pair_repairs;
+        moved_after_move = 0.0;  // every body within its limit now
+        repairs_ahead.fetch_add(1, std::memory_order_relaxed);
+      }
+      st.seconds.find_pairs += repair_seconds;
+      if (collided) {
+        take_warm(d.contacts, d.ahead);
+        st.contacts += made;
+        st.seconds.collide += collide_seconds;
+      } else {
+        std::swap(d.ahead.slot_of, d.contacts.slot_of);
+        overlap = false;
+      }
     } else {
       relax_contacts(bodies, d.contacts, d.walls, ctx);
     }
