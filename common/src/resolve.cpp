@@ -840,7 +840,6 @@ void leave_uncoloured(const PairBlocks& pairs, Colouring& out) {
 
 namespace {
 
-// What the impact passes after the first read and write.
 // The impact cascade's index of each body's contacts, in contact order (a
 // counting sort), unless it was made for these very contacts (collide
 // refreshed them). Reads only the contacts' pairs: solve_with may make it on
@@ -867,6 +866,7 @@ void index_by_body(Contacts& cs, std::size_t n) {
   cs.by_body_current = true;
 }
 
+// What the impact passes after the first read and write.
 template <class V>
 struct ImpactPass {
   V v;
