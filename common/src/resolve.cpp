@@ -1328,7 +1328,7 @@ std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, c
   // reads only the contacts' pairs, which nothing here writes). The same
   // index: the same bits. (The default world: 15 us of the 100 us these
   // passes take a substep.)
-  const bool indexed = 4 * cs.size() >= b.size() && kImpactPasses > 1;
+  const bool indexed = 4 * cs.size() >= b.size();
   std::optional<tbb::task_group> indexing;
   const bool index_beside = indexed && !cs.by_body_current && !cs.slotted && cs.size() >= kIndexBesideFrom &&
                             index_beside_allowed.load(std::memory_order_relaxed) &&
