@@ -63,16 +63,18 @@ Gas make_compressed_pile() {
   return g;
 }
 
-// A world of `bodies` on `threads` threads, stepped `steps` times from the start.
+// A world of `bodies` on `threads` threads (every step), stepped `steps` times from the start.
 World stepped_world(const Params& params, const std::vector<BodyDesc>& bodies, int threads, std::uint64_t steps) {
-  World w({.max_bodies = 1u << 16, .threads = threads}, params);
+  World w({.max_bodies = 1u << 16, .threads = threads, .adapt_threads = false}, params);
   EXPECT_TRUE(w.add_bodies(bodies).ok());
   for (std::uint64_t s = 0; s < steps; ++s) w.step();
   return w;
 }
 
+// Every step on `threads` (not one where one measures faster): these tests
+// are of the parallel paths.
 World make_world(const Gas& g, int threads) {
-  World w({.max_bodies = 1u << 24, .threads = threads}, g.params);
+  World w({.max_bodies = 1u << 24, .threads = threads, .adapt_threads = false}, g.params);
   EXPECT_TRUE(w.add_bodies(g.bodies).ok());
   return w;
 }
@@ -242,6 +244,57 @@ TEST(Determinism, SmallPileMakesItsContactsAheadWithTheBitsOfOneThread) {
   EXPECT_GT(ahead, 200u) << "the pile seldom or never made its contacts while relax ran";
   EXPECT_GT(beside, 100u) << "the pile's cascade index was seldom or never made beside the first impact pass";
   EXPECT_GT(repairs, 50u) << "the pile's pair list was seldom or never repaired while relax ran";
+}
+
+// A world that adapts its threads (WorldConfig::adapt_threads) runs a step on
+// its threads or on one thread alone, as it measures; a pair list built in a
+// step on one thread is used in steps on several and the other way round.
+// Switched at every step here (detail::set_thread_turns), a landing pile whose
+// passes are shared among the threads (over 8 192 contacts a substep) and a
+// small one whose next contacts are made while relax runs keep the bits of
+// one thread after every step, and the steps really alternate.
+TEST(Determinism, StepsThatAlternateBetweenThreadsAndOneKeepTheBitsOfOneThread) {
+  detail::set_thread_turns(detail::ThreadTurns::kAlternate);
+  for (const std::size_t n : {std::size_t{10000}, std::size_t{2000}}) {
+    const Gas g = make_falling_pile(n);
+    World one = make_world(g, 1);
+    World turns({.max_bodies = 1u << 24, .threads = 4}, g.params);
+    ASSERT_TRUE(turns.add_bodies(g.bodies).ok());
+    int on_one = 0, on_four = 0;
+    std::uint64_t most_contacts = 0, ahead = 0;
+    for (int s = 0; s < 120; ++s) {
+      one.step();
+      const std::uint64_t before = detail::contacts_made_ahead(false);
+      turns.step();
+      ahead += detail::contacts_made_ahead(false) - before;
+      most_contacts = std::max(most_contacts, turns.stats().contacts);
+      (turns.stats().threads == 1 ? on_one : on_four) += 1;
+      ASSERT_EQ(one.state_hash(), turns.state_hash()) << n << " bodies, first difference after step " << s + 1;
+      ASSERT_EQ(one.stats().contacts, turns.stats().contacts) << n << " bodies, step " << s + 1;
+      ASSERT_EQ(one.stats().pair_rebuilds, turns.stats().pair_rebuilds) << n << " bodies, step " << s + 1;
+      ASSERT_TRUE(same_events(one, turns)) << n << " bodies, at step " << s + 1;
+    }
+    EXPECT_EQ(on_one, 60) << n << " bodies";
+    EXPECT_EQ(on_four, 60) << n << " bodies";
+    if (n == 10000) {
+      EXPECT_GE(most_contacts / g.params.substeps, 8192u) << "the passes were never shared";
+    } else {
+      EXPECT_GT(ahead, 20u) << "the small pile's contacts were seldom or never made while relax ran";
+    }
+  }
+  // A world that does not adapt runs every step on its threads.
+  detail::set_thread_turns(detail::ThreadTurns::kOne);
+  const Gas g = make_falling_pile(500);
+  World fixed = make_world(g, 4);
+  World adapts({.threads = 4}, g.params);
+  ASSERT_TRUE(adapts.add_bodies(g.bodies).ok());
+  for (int s = 0; s < 5; ++s) {
+    fixed.step();
+    adapts.step();
+    EXPECT_EQ(fixed.stats().threads, 4u);
+    EXPECT_EQ(adapts.stats().threads, 1u);
+  }
+  detail::set_thread_turns(detail::ThreadTurns::kMeasured);
 }
 
 // A large, compressed pile: enough bodies and simultaneous contacts that every

@@ -93,7 +93,9 @@ void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt, bool may_colou
   // The solver's slots: the search's order (see Contacts::slot_of). Only
   // where the passes may be shared: more than one thread, and candidates
   // enough for the contacts to reach kSharedPassesFrom (they are a subset).
-  const bool may_share = tbb::this_task_arena::max_concurrency() > 1 && pairs.count >= kSharedPassesFrom;
+  // (The world's threads, not this step's: a step may run on one thread,
+  // ThreadChoice, and the list outlive it.)
+  const bool may_share = shares_passes && pairs.count >= kSharedPassesFrom;
   contacts.slot_of.resize(may_share && broad.sorted.size() == n ? n : 0);
   for (std::size_t s = 0; s < contacts.slot_of.size(); ++s) contacts.slot_of[broad.sorted[s]] = static_cast<std::uint32_t>(s);
   // Large worlds give the search's arrays back before colouring (memory per

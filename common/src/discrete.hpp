@@ -35,6 +35,7 @@ struct DiscreteSolver {
   WallContacts walls;          // discrete: bodies within the speculative distance of a wall
   std::vector<double> px, py;  // Verlet: positions at the start of the substep
   bool edited = true;          // bodies added or removed since the last rebuild (storage indices stale)
+  bool shares_passes = false;  // the world has more than one thread: lists of many pairs get slots (Contacts::slot_of)
   // Warm starts restored by restore, by id pair: the next rebuild takes them
   // instead of what the current candidate list carries.
   std::optional<WarmByIds> pending_warm;

@@ -419,6 +419,12 @@ std::uint64_t indexes_beside();
 /// Same bits either way; tests check that. Call between steps only.
 void allow_repair_ahead(bool allowed);
 std::uint64_t repairs_made_ahead();
+/// Tests: which arena World's step runs in where the world adapts its threads
+/// (WorldConfig::adapt_threads): as measured (ThreadChoice, the default), its
+/// threads and one thread by turns, step by step, or one thread always. Call
+/// between steps only.
+enum class ThreadTurns { kMeasured, kAlternate, kOne };
+void set_thread_turns(ThreadTurns turns);
 
 /// Discrete, after integrate_positions: `iterations` relax passes (the soft
 /// bias's velocity taken out again, speculative contacts still holding), then

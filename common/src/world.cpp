@@ -23,6 +23,7 @@
 #include "gravity.hpp"
 #include "parallel.hpp"
 #include "stages.hpp"
+#include "thread_choice.hpp"
 
 namespace carom {
 
@@ -203,12 +204,20 @@ Status check_params(const Params& p) {
 }  // namespace
 
 void allow_repair_ahead(bool allowed) { repair_ahead_allowed.store(allowed, std::memory_order_relaxed); }
+namespace {
+std::atomic<ThreadTurns> thread_turns{ThreadTurns::kMeasured};
+}  // namespace
+void set_thread_turns(ThreadTurns turns) { thread_turns.store(turns, std::memory_order_relaxed); }
 std::uint64_t repairs_made_ahead() { return repairs_ahead.load(std::memory_order_relaxed); }
 
 struct WorldState {
   WorldConfig config;
   Params params;
   tbb::task_arena arena;
+  // A step the world measured to be faster on one thread runs here
+  // (ThreadChoice): the calling thread alone, the same bits.
+  tbb::task_arena alone{1};
+  detail::ThreadChoice choice;
 
   BodyStore bodies;
   BodyId next_id = 1;
@@ -252,9 +261,12 @@ struct WorldState {
 
   WorldState(const WorldConfig& c, const Params& p)
       : config(WorldConfig{std::min(c.max_bodies, kMaxBodies), c.threads, c.continuous_events_per_body,
-                           c.continuous_all_pairs}),
+                           c.continuous_all_pairs, c.adapt_threads}),
         params(check_params(p).ok() ? p : Params{}),
-        arena(c.threads > 0 ? c.threads : tbb::info::default_concurrency()) {}
+        arena(c.threads > 0 ? c.threads : tbb::info::default_concurrency()),
+        choice(c.adapt_threads && arena.max_concurrency() > 1) {
+    discrete.shares_passes = arena.max_concurrency() > 1;
+  }
 
   bool id_used(BodyId id) const {
     return bodies.find(id) != kNotFound || std::binary_search(retired.begin(), retired.end(), id);
@@ -976,7 +988,14 @@ BodiesView World::bodies() const {
 
 void World::step() {
   auto& s = *s_;
-  s.arena.execute([&] { s.step(); });
+  bool one = s.choice.choose();
+  if (s.choice.enabled()) {
+    const detail::ThreadTurns turns = detail::thread_turns.load(std::memory_order_relaxed);
+    if (turns != detail::ThreadTurns::kMeasured) one = turns == detail::ThreadTurns::kOne || s.stats.step % 2 == 1;
+  }
+  (one ? s.alone : s.arena).execute([&] { s.step(); });
+  s.stats.threads = static_cast<std::uint32_t>(one ? 1 : s.arena.max_concurrency());
+  s.choice.record(s.stats.seconds.total, s.stats.pair_rebuilds > 0);
   // Escapers: a body past the coordinate or speed limits (an unbounded world
   // under gravity gets there in about four hours) is removed, as REBOUND
   // removes what leaves its box, so every state the world reaches is one its

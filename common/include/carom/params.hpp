@@ -113,6 +113,13 @@ struct WorldConfig {
   /// (O(N) per prediction, O(N^2) per step) instead of its swept-extent
   /// neighbours. Same results, bit for bit.
   bool continuous_all_pairs = false;
+  /// With more than one thread: a step may run on the calling thread alone
+  /// where the world measures that to be faster (cores far apart: a virtual
+  /// machine's two cores on different dies made the 10k pile 1.8 times
+  /// slower on two threads than on one). Results never depend on it; false
+  /// keeps every step on `threads` (tests of the parallel paths, and
+  /// measuring them).
+  bool adapt_threads = true;
 };
 
 }  // namespace carom

@@ -68,6 +68,9 @@ struct StepStats {
   double potential_energy = 0.0;
   Vec2 momentum;                   ///< kg m/s after the step
   StageTimes seconds;              ///< not deterministic: wall-clock
+  /// Threads the step ran on: the world's, or 1 where it measured one to be
+  /// faster (WorldConfig::adapt_threads). Not deterministic; the results are.
+  std::uint32_t threads = 0;
 };
 
 }  // namespace carom
