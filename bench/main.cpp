@@ -3,6 +3,8 @@
 // (what ./scripts/demo runs until the server and viewer exist).
 
 #include <sys/resource.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -37,6 +39,60 @@ std::vector<std::string> solver_names() {
   std::vector<std::string> out;
   for (const carom::Solver s : carom::kSolvers) out.emplace_back(carom::to_string(s));
   return out;
+}
+
+// How long a cache line takes to go from one core to another and back (ns),
+// between the first two cores this process may run on: two threads, each
+// pinned to one, hand a flag back and forth. 0 with fewer than two cores. On
+// this project's 2-core virtual machine it reads about 90 ns or about 310 ns
+// here (its cores on one die or on two, it seems; it changes from minute to
+// minute), and two threads stepped the 10k pile 1.2 times faster than one in
+// the first case and 1.8 times slower in the second (hence
+// WorldConfig::adapt_threads).
+double core_round_trip_ns() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 0.0;
+  int cores[2] = {-1, -1};
+  for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cores[found++] = c;
+  if (cores[1] < 0) return 0.0;
+  const auto pin = [](int core) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(core, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+  };
+  // The fastest of 20 batches of 1 000 trips: the world's idle workers may
+  // still be spinning on those cores for a while after its last step.
+  constexpr int kBatches = 20, kTrips = 1000;
+  struct alignas(64) Line {  // the flag alone on its cache line
+    std::atomic<int> flag{0};
+    char rest[64 - sizeof(std::atomic<int>)];
+  } line;
+  std::atomic<int>& flag = line.flag;
+  std::thread other([&] {
+    pin(cores[1]);
+    for (int i = 0; i < kBatches * kTrips; ++i) {
+      while (flag.load(std::memory_order_acquire) != 2 * i + 1) {
+      }
+      flag.store(2 * i + 2, std::memory_order_release);
+    }
+  });
+  pin(cores[0]);
+  double best = 1e9;
+  for (int batch = 0; batch < kBatches; ++batch) {
+    const auto t0 = Clock::now();
+    for (int i = batch * kTrips; i < (batch + 1) * kTrips; ++i) {
+      flag.store(2 * i + 1, std::memory_order_release);
+      while (flag.load(std::memory_order_acquire) != 2 * i + 2) {
+      }
+    }
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / kTrips * 1e9);
+  }
+  other.join();
+  cpu_set_t restore = allowed;
+  pthread_setaffinity_np(pthread_self(), sizeof restore, &restore);
+  return best;
 }
 
 // Peak resident set size: VmHWM, which clear_refs resets (ru_maxrss does not).
@@ -193,6 +249,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  bool fixed_threads = false;
+  app.add_flag("--fixed-threads", fixed_threads,
+               "every step on --threads, even where one thread measures faster (WorldConfig::adapt_threads off)");
   app.add_option("--solver", solver_name, "discrete | verlet | continuous (default: the scene's)")
       ->check(CLI::IsMember(solver_names()));
   bool baseline = false;
@@ -282,6 +341,7 @@ int main(int argc, char** argv) {
   carom::WorldConfig config;
   config.threads = threads;
   config.continuous_all_pairs = baseline;
+  config.adapt_threads = !fixed_threads;
   carom::World world(config);
   if (auto st = world.set_params(scene.params); !st.ok()) {
     std::cerr << "carom-bench: " << st.message() << "\n";
@@ -311,8 +371,10 @@ int main(int argc, char** argv) {
   const double energy_start = ke_start + world.stats().potential_energy;
   const carom::Vec2 momentum_start = world.stats().momentum;
   std::uint64_t contacts = 0, collisions = 0, rebuilds = 0, repairs = 0, rounds = 0, events = 0, capped_steps = 0;
+  std::uint64_t one_thread_steps = 0;
   double wall_impulse = 0.0;
   carom::StageTimes stage{};
+  const double round_trip_start = core_round_trip_ns();
   const auto t0 = Clock::now();
   for (std::uint64_t k = 0; k < steps; ++k) {
     world.step();
@@ -324,6 +386,7 @@ int main(int argc, char** argv) {
     rounds = std::max<std::uint64_t>(rounds, st.rounds);
     events += st.events_processed;
     capped_steps += st.events_capped ? 1 : 0;
+    one_thread_steps += st.threads == 1 && world.threads() > 1 ? 1 : 0;
     wall_impulse += st.wall_impulse;
     stage.integrate_velocities += st.seconds.integrate_velocities;
     stage.find_pairs += st.seconds.find_pairs;
@@ -333,6 +396,7 @@ int main(int argc, char** argv) {
     stage.stats += st.seconds.stats;
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double round_trip_end = core_round_trip_ns();
   const auto& st = world.stats();
   // The stepping's high-water mark, before measuring the quality (which
   // builds its own pair list and would count in it).
@@ -375,6 +439,11 @@ int main(int argc, char** argv) {
   j["bodies"] = world.size();
   j["steps"] = steps;
   j["threads"] = world.threads();
+  // Steps the world ran on one thread, having measured it faster (not
+  // deterministic; the results are). 0 with --fixed-threads.
+  j["one_thread_steps"] = one_thread_steps;
+  // The machine's state before and after the run (core_round_trip_ns).
+  j["core_round_trip_ns"] = {round_trip_start, round_trip_end};
   j["solver"] = carom::to_string(world.params().solver);
   j["substeps"] = world.params().substeps;
   if (scenario_file.empty()) j["eta"] = spec.eta;
@@ -426,9 +495,11 @@ int main(int argc, char** argv) {
   if (json) {
     std::cout << j.dump() << "\n";
   } else {
-    std::printf("%s: %zu bodies, %llu steps, %d threads, %s x%d substeps\n", spec.name.c_str(), world.size(),
-                static_cast<unsigned long long>(steps), world.threads(), carom::to_string(world.params().solver),
+    std::printf("%s: %zu bodies, %llu steps, %d threads (%llu steps on one), %s x%d substeps\n", spec.name.c_str(),
+                world.size(), static_cast<unsigned long long>(steps), world.threads(),
+                static_cast<unsigned long long>(one_thread_steps), carom::to_string(world.params().solver),
                 world.params().substeps);
+    std::printf("  cores' round trip %.0f ns before, %.0f ns after\n", round_trip_start, round_trip_end);
     std::printf("  %.3f s   %.2f M body-steps/s   %.1f steps/s   %.0f contacts/step   hash %s   peak RSS %.1f MB\n",
                 secs, body_steps / 1e6, (steps > 0 ? static_cast<double>(steps) / secs : 0.0),
                 static_cast<double>(contacts) * per_step, hex(world.state_hash()).c_str(),
