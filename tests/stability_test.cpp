@@ -73,11 +73,11 @@ TEST_P(Pile, SettlesInsideTheBoxWithoutOverlapAtTheDefaultSettings) {
   // The fall really happened, then died down: settled.
   EXPECT_GT(peak, 0.1 * e0);
   EXPECT_LT(ke_end, 1e-3 * e0);
-  // At rest the pile must not visibly sink into itself (measured: 1.99% and
-  // 0.16% for the discrete solver's soft contacts, at most one pair above
-  // 1.6%, most of the rest below 1%: the floor row under the whole pile's
-  // weight; 6.5% and 0.63% for Verlet's push passes, short of the 2% issue
-  // 13 asks of it too).
+  // At rest the pile must not visibly sink into itself (measured: 1.52% and
+  // 0.16% for the discrete solver's soft contacts on 2026-12-06, 1.99% when
+  // this bar was set; 2.43% at one soft pass a substep; most
+  // pairs below 1%: the floor row under the whole pile's weight; 6.5% and
+  // 0.63% for Verlet's push passes, short of the 2% issue 13 asks of it too).
   const bool discrete = GetParam() == Solver::kDiscrete;
   EXPECT_LT(overlap.max, discrete ? 0.02 : 0.07) << "max overlap " << 100.0 * overlap.max << "% of the smaller radius";
   EXPECT_LT(overlap.mean, discrete ? 0.002 : 0.01);
