@@ -57,6 +57,19 @@ TEST(ThreadChoice, KeepsTheThreadsWhereTheyAreFasterOrNoSlower) {
   }
 }
 
+// Many cores: a step on one thread takes 12 times as long. Probing that
+// must not cost the world much: probes that lose come rarely enough that
+// all of them together add under 2% to the run.
+TEST(ThreadChoice, ProbesThatCostMuchComeRarely) {
+  ThreadChoice c(true);
+  constexpr int kSteps = 100000;
+  const int ones = run(c, kSteps, [](int, bool one) { return one ? 12e-3 : 1e-3; });
+  EXPECT_FALSE(c.single());
+  EXPECT_GT(ones, 0) << "never probed";
+  const double extra = ones * 11e-3 / (kSteps * 1e-3);
+  EXPECT_LT(extra, 0.02) << ones << " steps on one thread";
+}
+
 // A step's cost that falls fast (a world emptying, 5% a step) or rises (a
 // pile landing) is no reason to switch: each probe is measured against the
 // steps on both sides of it, not against those before it, which a falling

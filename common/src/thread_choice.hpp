@@ -13,7 +13,9 @@
 //
 // So the world runs on the threads it was given and now and then runs a few
 // steps the other way (a probe of kProbeSteps): kProbeEvery steps after a
-// switch, twice as long after each probe that loses, up to kProbeAtMost. A
+// switch, twice as long after each probe that loses, up to kProbeAtMost (or
+// longer where a lost probe costs more than kProbeBudget of the steps
+// between probes: a world of 16 threads on one thread). A
 // probe whose steps after its first take under kMargin of the steps run the
 // current way around it (judge) is a win; one clearly slower at its first
 // counted step ends there, a loss; kWins wins in a row switch the way
@@ -36,6 +38,8 @@ class ThreadChoice {
   static constexpr int kProbeSteps = 4;    // a probe's steps; the first (data moving between cores) is not counted
   static constexpr int kProbeEvery = 32;   // steps between probes after a switch
   static constexpr int kProbeAtMost = 256; // ... doubling after each probe that loses, up to this
+  static constexpr double kProbeBudget = 0.005;   // or later: a lost probe's extra time over the steps between
+  static constexpr int kProbeAtMostCostly = 8192;  // ... up to this
   static constexpr int kConfirmAfter = 4;
   static constexpr int kWins = 2;
   static constexpr double kMargin = 0.9;
@@ -76,7 +80,7 @@ class ThreadChoice {
         if (count > 0 && seconds * kMargin > before) {
           probing_ = false;
           probed_ = 0;
-          lose();
+          lose(seconds / before);
           return;
         }
       }
@@ -147,13 +151,19 @@ class ThreadChoice {
       }
       since_probe_ = every_ - kConfirmAfter;  // confirm soon
     } else {
-      lose();
+      lose(weight > 0 ? ratio / weight : 1.0);
     }
   }
-  void lose() {
+  // A probe lost, taking `slower` times the steps around it: the next comes
+  // twice as late (up to kProbeAtMost), or later where probes cost more:
+  // (slower - 1) / kProbeBudget steps later, so that a lost probe, two steps
+  // or so, costs about 1% of the time (on 16 cores a step on one thread may
+  // take 10 times as long).
+  void lose(double slower) {
     wins_ = 0;
     since_probe_ = 0;
-    every_ = std::min(2 * every_, kProbeAtMost);
+    const double for_budget = std::min((slower - 1.0) / kProbeBudget, double{kProbeAtMostCostly});
+    every_ = std::max(std::min(2 * every_, kProbeAtMost), static_cast<int>(for_budget));
   }
 
   bool enabled_ = false;
