@@ -405,6 +405,7 @@ void SimState::fill_stats(v1::Stats* out) const {
   out->set_kinetic_energy(s.kinetic_energy);
   to_proto(s.momentum, out->mutable_momentum());
   out->set_step_seconds(s.seconds.total);
+  out->set_step_threads(s.threads);
   out->set_events_processed(s.events_processed);
   out->set_wall_collisions(s.wall_collisions);
   out->set_events_capped(s.events_capped);

@@ -1112,6 +1112,15 @@ TEST(SimState, GetStats) {
   EXPECT_EQ(r.stats().tick(), 2u);
   EXPECT_TRUE(r.stats().paused());
   EXPECT_EQ(r.stats().tick_hz(), 60.0);
+  // On the server's 2 threads, or on one where the world measured that
+  // faster; a server of one thread, on one.
+  EXPECT_GE(r.stats().step_threads(), 1u);
+  EXPECT_LE(r.stats().step_threads(), 2u);
+  SimState one(options(1000, {}, 1));
+  tick(one, 1);
+  v1::Stats stats;
+  one.fill_stats(&stats);
+  EXPECT_EQ(stats.step_threads(), 1u);
 }
 
 // The continuous solver through the protocol: selected by set_params and by

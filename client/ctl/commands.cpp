@@ -526,6 +526,7 @@ int run_watch(const Globals& g, double seconds, bool bodies, bool plain) {
                                {"kinetic_energy", stats.kinetic_energy()},
                                {"potential_energy", stats.potential_energy()},
                                {"step_ms", stats.step_seconds() * 1e3},
+                               {"step_threads", stats.step_threads()},
                                {"snapshots_per_s", snapshots_per_s},
                                {"kb_per_s", kb_per_s},
                                {"bytes_per_snapshot", per_snapshot},
