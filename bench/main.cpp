@@ -308,6 +308,7 @@ int main(int argc, char** argv) {
   if (net) {
     net_options.scene = spec;
     net_options.threads = threads;
+    net_options.fixed_threads = fixed_threads;
     net_options.json = json;
     net_options.body_tables = !no_body_tables;
     net_options.compact = !plain;

@@ -343,6 +343,7 @@ int run_net_bench(const NetBenchOptions& o) {
   so.port = 0;
   so.tick_hz = o.tick_hz;
   so.threads = o.threads;
+  so.fixed_threads = o.fixed_threads;
   so.max_clients = static_cast<std::uint32_t>(o.viewers + 8);
   if (o.websocket) so.http_port = 0;
   server::Server server(so);

@@ -18,6 +18,7 @@ struct NetBenchOptions {
   double seconds = 60.0;    ///< per phase (no viewers, then viewers)
   double tick_hz = 60.0;
   int threads = 0;          ///< simulation threads
+  bool fixed_threads = false;  ///< every step on them (the server's --fixed-threads)
   bool body_tables = true;  ///< viewers ask for body tables (as carom-view does)
   bool compact = true;      ///< viewers ask for the compact stream (false: --plain)
   bool velocities = false;  ///< viewers ask for velocities

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   app.add_option("--tick-hz", o.tick_hz, "Simulation ticks per second")
       ->check(CLI::Range(carom::server::kMinTickHz, carom::server::kMaxTickHz));
   app.add_option("--threads", o.threads, "Simulation threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  app.add_flag("--fixed-threads", o.fixed_threads,
+               "Every step on --threads, even where the world measures one thread faster");
   app.add_option("--io-threads", o.io_threads, "Network threads")->check(CLI::Range(1, 64));
   app.add_option("--scenario", o.scenario, "Scenario (.txtpb) to load at start");
   app.add_option("--scenario-dir", o.scenario_dir, "Directory searched by LoadScenario{name} and listed by ListScenarios");

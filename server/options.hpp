@@ -27,6 +27,9 @@ struct ServerOptions {
   std::vector<std::string> allowed_origins;
   double tick_hz = 60.0;               ///< ticks per second (a scenario may change it)
   int threads = 0;                     ///< simulation threads; 0 = all hardware threads
+  /// Every step on `threads`, even where the world measures one thread
+  /// faster (WorldConfig::adapt_threads off).
+  bool fixed_threads = false;
   int io_threads = 2;                  ///< threads running the network
   std::string scenario;                ///< .txtpb loaded at start ("" = empty world)
   std::string scenario_dir;            ///< where LoadScenario{name} looks (and ListScenarios lists)

@@ -20,6 +20,7 @@ SimOptions sim_options(const ServerOptions& options) {
   SimOptions so;
   so.config.max_bodies = options.max_bodies;
   so.config.threads = options.threads;
+  so.config.adapt_threads = !options.fixed_threads;
   so.tick_hz = options.tick_hz;
   so.scenario_dir = options.scenario_dir;
   return so;
