@@ -220,5 +220,50 @@ TEST(ServerProcess, ARefusedSpawnNamesTheBodysField) {
   EXPECT_EQ(call(ctl, ping).field(), "");
 }
 
+// --fixed-threads keeps every step on the workers. Without it the world
+// now and then runs a few steps on one thread to time them (from its 33rd
+// step or so, two steps at least each time), or runs there for good: a
+// server asked for its stats every 5 ms for 2.5 s (150 ticks) shows steps
+// on one thread without the flag and none with it.
+TEST(ServerProcess, FixedThreadsKeepEveryStepOnTheWorkers) {
+  for (const bool fixed : {true, false}) {
+    std::vector<std::string> args{"--threads", "2"};
+    if (fixed) args.push_back("--fixed-threads");
+    ServerProcess server(args);
+    ASSERT_NE(server.port(), 0) << server.log();
+    client::Connection ctl = connect(server.port(), v1::ROLE_CONTROLLER);
+    v1::Command spawn;
+    v1::GridGenerator& g = *spawn.mutable_spawn()->add_generators()->mutable_grid();
+    g.mutable_origin()->set_x(5);
+    g.mutable_origin()->set_y(5);
+    g.set_columns(20);
+    g.set_rows(20);
+    g.set_spacing(1.2);
+    g.set_radius(0.5);
+    ASSERT_EQ(call(ctl, spawn).code(), v1::OK);
+    v1::Command stats;
+    stats.mutable_get_stats();
+    std::uint64_t last_tick = 0;
+    int on_one = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+    while (std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const v1::CommandResult r = call(ctl, stats);
+      ASSERT_EQ(r.code(), v1::OK) << r.message();
+      if (r.stats().tick() == last_tick) continue;  // no new step
+      last_tick = r.stats().tick();
+      ASSERT_GE(r.stats().step_threads(), 1u) << "tick " << last_tick;
+      ASSERT_LE(r.stats().step_threads(), 2u) << "tick " << last_tick;
+      on_one += r.stats().step_threads() == 1 ? 1 : 0;
+    }
+    EXPECT_GT(last_tick, 100u) << "the server stepped too little to tell";
+    if (fixed) {
+      EXPECT_EQ(on_one, 0) << "steps on one thread with --fixed-threads";
+    } else {
+      EXPECT_GT(on_one, 0) << "no step on one thread seen without --fixed-threads";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace carom
