@@ -4,12 +4,13 @@
 // Every stage of a step gives the same bits for any thread count (see
 // docs/architecture.md, "Threads and determinism"), so which arena a step
 // runs in changes its speed only, and it may follow the machine. It has to:
-// on a virtual machine whose two cores sit on different dies (a cache line
-// takes about 300 ns to cross between them instead of 50; measured here,
-// changing from minute to minute), a step whose stages hand their data from
+// on a virtual machine whose two cores are at times far apart (a cache
+// line's round trip between them 320-350 ns instead of 55; this project's
+// machine, changing every 10-60 s), a step whose stages hand their data from
 // one thread to the other ran 1.8 times slower on two threads than on one
-// (the 10k pile: resolve 1.27 s against 0.58 s, the velocity update 3.3
-// times slower), while on nearby cores two threads were 1.2 times faster.
+// (the 10k pile: resolve 1.27 s against 0.58 s, the velocity update 3.5
+// times slower), while with the cores near two threads were 1.2 times
+// faster.
 //
 // So the world runs on the threads it was given and now and then runs a few
 // steps the other way (a probe of kProbeSteps): kProbeEvery steps after a

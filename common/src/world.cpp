@@ -204,11 +204,11 @@ Status check_params(const Params& p) {
 }  // namespace
 
 void allow_repair_ahead(bool allowed) { repair_ahead_allowed.store(allowed, std::memory_order_relaxed); }
+std::uint64_t repairs_made_ahead() { return repairs_ahead.load(std::memory_order_relaxed); }
 namespace {
 std::atomic<ThreadTurns> thread_turns{ThreadTurns::kMeasured};
 }  // namespace
 void set_thread_turns(ThreadTurns turns) { thread_turns.store(turns, std::memory_order_relaxed); }
-std::uint64_t repairs_made_ahead() { return repairs_ahead.load(std::memory_order_relaxed); }
 
 struct WorldState {
   WorldConfig config;
@@ -988,6 +988,8 @@ BodiesView World::bodies() const {
 
 void World::step() {
   auto& s = *s_;
+  // On the world's threads, or on this one alone where it measured that
+  // faster (ThreadChoice; tests may set the turns). The same bits either way.
   bool one = s.choice.choose();
   if (s.choice.enabled()) {
     const detail::ThreadTurns turns = detail::thread_turns.load(std::memory_order_relaxed);
