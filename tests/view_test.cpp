@@ -107,8 +107,8 @@ std::uint16_t free_port() {
   return ntohs(a.sin_port);
 }
 
-/// carom-server on the fixed world (or `args`), one thread, listening on a
-/// free port (or `port`).
+/// carom-server on the fixed world (or `args`), one thread (unless `args`
+/// say --threads), listening on a free port (or `port`).
 class Server : public test::ServerProcess {
  public:
   explicit Server(const fs::path& dir, std::vector<std::string> args = {}, std::uint16_t port = 0)
@@ -117,7 +117,7 @@ class Server : public test::ServerProcess {
  private:
   static std::vector<std::string> with_defaults(std::vector<std::string> args) {
     if (args.empty()) args = {"--scenario", CAROM_VIEW_SCENARIO};
-    args.insert(args.begin(), {"--threads", "1"});
+    if (std::find(args.begin(), args.end(), "--threads") == args.end()) args.insert(args.begin(), {"--threads", "1"});
     return args;
   }
 };
@@ -565,6 +565,39 @@ TEST(CaromView, TerminalViewDrawsBrailleWhereTheBodiesAre) {
   // The walls: the top wall is a row of braille dots across the box.
   const int top = static_cast<int>((fit.sy(kBoxH) - 1) / 4);
   EXPECT_NE(grid[top][kCols / 2], " ");
+  fs::remove_all(dir);
+}
+
+// The heads-up line names the threads of the world's last step (none before
+// its first): one on a server of one thread, two on one of two that keeps
+// every step on them.
+TEST(CaromView, HeadsUpLineSaysTheThreadsOfTheLastStep) {
+  const fs::path dir = scratch_dir();
+  const auto hud_of = [&](const Server& server, const std::string& name) {
+    Child v(view(server, {"--tty", "--frames", "1", "--size", "200x10", "--quiet"}), dir / (name + ".out"),
+            dir / (name + ".err"));
+    EXPECT_EQ(v.wait(60), 0) << v.err();
+    const auto lines = first_tty_frame(v.out(), 1);
+    return lines.empty() ? std::string() : lines[0];
+  };
+  const auto step_once = [](const Server& server) {
+    client::Connection c = connect_as(server.port(), v1::ROLE_CONTROLLER, false);
+    v1::Command cmd;
+    cmd.mutable_step()->set_count(1);
+    command(c, cmd);
+  };
+  Server one(dir);
+  const std::string before = hud_of(one, "before");
+  EXPECT_NE(before.find(" ms · KE"), std::string::npos) << "no step yet: no threads named: " << before;
+  EXPECT_EQ(before.find(" thread"), std::string::npos) << before;
+  step_once(one);
+  const std::string after = hud_of(one, "after");
+  EXPECT_NE(after.find(" ms on 1 thread · KE"), std::string::npos) << after;
+
+  Server two(dir, {"--scenario", CAROM_VIEW_SCENARIO, "--threads", "2", "--fixed-threads"});
+  step_once(two);
+  const std::string both = hud_of(two, "two");
+  EXPECT_NE(both.find(" ms on 2 threads · KE"), std::string::npos) << both;
   fs::remove_all(dir);
 }
 

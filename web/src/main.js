@@ -238,6 +238,15 @@ function fmt(v, digits = 4) {
   return Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(digits - 1) : v.toPrecision(digits);
 }
 
+// The server's last step: its time and the threads it ran on (carom-server
+// runs a step on one thread where that measures faster, unless started with
+// --fixed-threads); "-" before the world's first step.
+function stepLine(f) {
+  const s = f && f.stats;
+  if (!s || !s.step_threads) return "-";
+  return `${(s.step_seconds * 1e3).toFixed(2)} ms on ${s.step_threads} thread${s.step_threads === 1 ? "" : "s"}`;
+}
+
 function updateHud() {
   const f = page.cur;
   const role = page.welcome ? (page.welcome.control ? "controller" : "viewer") : "-";
@@ -248,6 +257,7 @@ function updateHud() {
     `bodies    ${f ? f.ids.length : "-"}`,
     `fps       ${page.rates[0].toFixed(1)}`,
     `snapshots ${page.rates[1].toFixed(1)}/s   ${(page.rates[2] / 1000).toFixed(1)} kB/s`,
+    `step      ${stepLine(f)}`,
     `kinetic   ${f && f.stats ? fmt(f.stats.kinetic_energy) : "-"} J`,
     `state     ${page.phase !== "open" ? page.phase : page.paused ? "paused" : "running"}` +
         (silent > 3 ? `  (silent for ${silent.toFixed(0)} s)` : ""),

@@ -240,6 +240,23 @@ try {
         `the viewer's decoded gas at tick ${compared.tick} equals get_world's at tick ${exact.tick} quantized: ` +
         `${compared.differ} of 10000 bodies differ`);
   await new Promise((r) => setTimeout(r, 1200));  // a HUD refresh
+  // The HUD's step line: the time and threads of the server's last step (the
+  // frame's, as the server sent them; one thread: the server's --threads 1).
+  // (A page in a background tab draws nothing, and its HUD is drawn with the
+  // frames: the viewer comes to the front first.)
+  await viewer.bringToFront();
+  await viewer.waitForFunction(() => /^step .* ms on /m.test(document.getElementById("hud").textContent),
+                               {timeout: 5000, polling: 100}).catch(() => {});
+  const stepHud = await viewer.evaluate(() => ({
+    hud: document.getElementById("hud").textContent,
+    seconds: window.carom.frame.stats.step_seconds,
+    threads: window.carom.frame.stats.step_threads,
+  }));
+  const stepText = stepHud.hud.split("\n").find((l) => l.startsWith("step")) ?? "";
+  check(stepHud.threads === 1 && stepHud.seconds > 0 &&
+        stepText === `step      ${(stepHud.seconds * 1e3).toFixed(2)} ms on 1 thread`,
+        `the HUD names the last step's time and threads: "${stepText}" (frame: ${stepHud.seconds} s on ` +
+        `${stepHud.threads})`);
   fs.mkdirSync(args.out, {recursive: true});
   const shot = path.join(args.out, `web-e2e-${args.renderer}.png`);
   await viewer.screenshot({path: shot});
