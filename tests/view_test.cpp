@@ -588,16 +588,16 @@ TEST(CaromView, HeadsUpLineSaysTheThreadsOfTheLastStep) {
   };
   Server one(dir);
   const std::string before = hud_of(one, "before");
-  EXPECT_NE(before.find(" ms · KE"), std::string::npos) << "no step yet: no threads named: " << before;
-  EXPECT_EQ(before.find(" thread"), std::string::npos) << before;
+  EXPECT_NE(before.find("paused · "), std::string::npos) << before;
+  EXPECT_EQ(before.find(" thread"), std::string::npos) << "no step yet: no threads named: " << before;
   step_once(one);
   const std::string after = hud_of(one, "after");
-  EXPECT_NE(after.find(" ms on 1 thread · KE"), std::string::npos) << after;
+  EXPECT_NE(after.find("paused · steps on 1 thread · "), std::string::npos) << after;
 
   Server two(dir, {"--scenario", CAROM_VIEW_SCENARIO, "--threads", "2", "--fixed-threads"});
   step_once(two);
   const std::string both = hud_of(two, "two");
-  EXPECT_NE(both.find(" ms on 2 threads · KE"), std::string::npos) << both;
+  EXPECT_NE(both.find("paused · steps on 2 threads · "), std::string::npos) << both;
   fs::remove_all(dir);
 }
 

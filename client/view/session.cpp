@@ -27,13 +27,12 @@ std::string fixed(double value, int decimals) {
   return text;
 }
 
-// " on N threads" for a world that has stepped (the threads its last step
-// ran on: carom-server runs a step on one thread where that measures
-// faster, unless started with --fixed-threads);
-// nothing before its first step.
+// " · steps on N threads": the threads the world's last step ran on
+// (carom-server runs a step on one thread where that measures faster, unless
+// started with --fixed-threads); nothing before the world's first step.
 std::string on_threads(std::uint32_t threads) {
   if (threads == 0) return "";
-  return " on " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  return " · steps on " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
 }
 
 }  // namespace
@@ -119,11 +118,10 @@ void Session::refresh_hud(std::int64_t now_ns) {
     std::snprintf(ke, sizeof ke, "%.4g", s.stats().kinetic_energy());
     line = "tick " + std::to_string(s.tick()) + " · " + std::to_string(bodies_.size()) + " bodies · " +
            fixed(fps, 1) + " fps · " + fixed(status_.snapshots_per_s, 0) + " snap/s · " +
-           fixed(status_.kbytes_per_s, 0) + " kB/s · step " + fixed(s.stats().step_seconds() * 1e3, 2) + " ms" +
-           on_threads(s.stats().step_threads()) + " · KE " + ke + " J · " +
-           (!status_.connected ? "disconnected" : s.paused() ? "paused" : "running") +
+           fixed(status_.kbytes_per_s, 0) + " kB/s · step " + fixed(s.stats().step_seconds() * 1e3, 2) +
+           " ms · KE " + ke + " J · " + (!status_.connected ? "disconnected" : s.paused() ? "paused" : "running") +
            // After the state: a narrow terminal cuts the line's end.
-           " · " + fixed(status_.bytes_per_body, 2) + " B/body";
+           on_threads(s.stats().step_threads()) + " · " + fixed(status_.bytes_per_body, 2) + " B/body";
   } else {
     line = "no world yet · " + fixed(fps, 1) + " fps";
   }
