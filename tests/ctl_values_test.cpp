@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "ctl/cli.hpp"
+#include "ctl/output.hpp"
 #include "ctl/values.hpp"
 
 namespace carom::ctl {
@@ -288,6 +291,33 @@ TEST(CtlValues, Validators) {
   for (const char* bad : {"nan", "inf", "1e999", "x", "", "1.5s"}) {
     EXPECT_EQ(finite(std::string(bad)), "'" + std::string(bad) + "' is not a finite number") << bad;
   }
+}
+
+// `stats` prints the world's last step: its time and threads, or that there
+// was none yet (a world not stepped since the server started names no
+// threads, as carom-view's heads-up line and the page).
+TEST(CtlOutput, StatsNameTheLastStepsThreadsOrNone) {
+  const auto printed = [](const v1::Stats& stats) {
+    char* text = nullptr;
+    std::size_t size = 0;
+    std::FILE* out = open_memstream(&text, &size);
+    print_stats(out, stats);
+    std::fclose(out);
+    std::string s(text, size);
+    std::free(text);
+    return s;
+  };
+  v1::Stats stats;
+  const std::string none = printed(stats);
+  EXPECT_NE(none.find("step          none yet\n"), std::string::npos) << none;
+  EXPECT_EQ(none.find(" thread"), std::string::npos) << none;
+  stats.set_step_seconds(0.0015);
+  stats.set_step_threads(1);
+  const std::string one = printed(stats);
+  EXPECT_NE(one.find("step          1.500 ms on 1 thread\n"), std::string::npos) << one;
+  stats.set_step_threads(2);
+  const std::string two = printed(stats);
+  EXPECT_NE(two.find("step          1.500 ms on 2 threads\n"), std::string::npos) << two;
 }
 
 }  // namespace

@@ -69,8 +69,14 @@ void print_stats(std::FILE* out, const v1::Stats& s) {
   if (s.potential_energy() != 0.0)
     std::fprintf(out, "potential     %g J   total %g J\n", s.potential_energy(), s.kinetic_energy() + s.potential_energy());
   std::fprintf(out, "momentum      %g, %g kg m/s\n", s.momentum().x(), s.momentum().y());
-  std::fprintf(out, "step          %.3f ms on %u thread%s\n", s.step_seconds() * 1e3, s.step_threads(),
-               s.step_threads() == 1 ? "" : "s");
+  // The world's last step (none yet: no time and no threads to name, as
+  // carom-view's heads-up line and the page show none).
+  if (s.step_threads() == 0) {
+    std::fprintf(out, "step          none yet\n");
+  } else {
+    std::fprintf(out, "step          %.3f ms on %u thread%s\n", s.step_seconds() * 1e3, s.step_threads(),
+                 s.step_threads() == 1 ? "" : "s");
+  }
   std::fprintf(out, "tick time     p50 %.3f ms  p99 %.3f ms  max %.3f ms  over %llu ticks, %llu late\n",
                s.tick_p50_seconds() * 1e3, s.tick_p99_seconds() * 1e3, s.tick_max_seconds() * 1e3,
                static_cast<unsigned long long>(s.ticks_measured()), static_cast<unsigned long long>(s.late_ticks()));
