@@ -658,7 +658,7 @@ TEST(Collide, RefreshGivesWhatAWholeWriteGives) {
   const auto same = [&](const char* what) {
     ASSERT_EQ(refreshed.size(), whole.size()) << what;
     for (std::size_t k = 0; k < whole.size(); ++k) {
-      const detail::Contact &c = refreshed.geometry[k], &d = whole.geometry[k];
+      const detail::Contact c = refreshed.geometry.value(k), d = whole.geometry.value(k);
       ASSERT_TRUE(refreshed.pairs[k] == whole.pairs[k] && refreshed.candidate[k] == whole.candidate[k] &&
                   refreshed.accum[k] == whole.accum[k] && c.nx == d.nx && c.ny == d.ny && c.sep == d.sep &&
                   c.reach == d.reach && c.share_a == d.share_a && c.share_b == d.share_b && c.bounce == d.bounce &&

@@ -112,16 +112,11 @@ inline double warm_of(std::uint32_t cand, const std::uint32_t* warm_cand, const 
   return w < warm_size && warm_cand[w] == cand ? warm_value[w] : 0.0;
 }
 
-// write_contacts_avx2 stores a contact as two halves of four doubles.
-static_assert(offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 && offsetof(Contact, sep) == 16 &&
-              offsetof(Contact, reach) == 24 && offsetof(Contact, share_a) == 32 && offsetof(Contact, share_b) == 40 &&
-              offsetof(Contact, bounce) == 48 && offsetof(Contact, va) == 56 && offsetof(Contact, vb) == 60);
-
 // A contact's unit normal from a to b (coincident centres: (1, 0)), its gap
 // and bounce (0), from the centres' offset (dx, dy) and `reach` (r_a + r_b);
 // returns 1 where it overlaps deeper than kStiffFrom of its reach. For a
 // contact written whole and one refreshed alike (so the same bits).
-inline std::size_t set_normal_gap(double dx, double dy, double reach, Contact& c) {
+inline std::size_t set_normal_gap(double dx, double dy, double reach, const ContactRef& c) {
   const double d2 = dx * dx + dy * dy;
   double d = 0.0;
   if (d2 > 0.0) {
@@ -185,7 +180,7 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   const double reach = r[p.a] + r[p.b];
   const std::uint32_t cand = first_k + k;
   const std::size_t at = cur.to(cur.at++);
-  Contact& c = out.geometry[at];
+  const ContactRef c = out.geometry[at];
   cur.deep += set_normal_gap(x[p.b] - x[p.a], y[p.b] - y[p.a], reach, c);
   c.reach = reach;
   c.va = in.slot ? in.slot[p.a] : p.a;
@@ -205,22 +200,22 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   out.candidate[at] = cand;
 }
 
-// Stores lane j of a, b, c, e as the four doubles at to[j] + offset (a 4 x 4
-// transpose; each 32-byte aligned).
-[[gnu::target("avx2"), gnu::always_inline]] inline void store_transposed(__m256d a, __m256d b, __m256d c, __m256d e,
-                                                                       Contact* const to[4], std::size_t offset) {
-  const __m256d t0 = _mm256_unpacklo_pd(a, b), t1 = _mm256_unpackhi_pd(a, b);
-  const __m256d t2 = _mm256_unpacklo_pd(c, e), t3 = _mm256_unpackhi_pd(c, e);
-  _mm256_store_pd(reinterpret_cast<double*>(to[0]) + offset, _mm256_permute2f128_pd(t0, t2, 0x20));
-  _mm256_store_pd(reinterpret_cast<double*>(to[1]) + offset, _mm256_permute2f128_pd(t1, t3, 0x20));
-  _mm256_store_pd(reinterpret_cast<double*>(to[2]) + offset, _mm256_permute2f128_pd(t0, t2, 0x31));
-  _mm256_store_pd(reinterpret_cast<double*>(to[3]) + offset, _mm256_permute2f128_pd(t1, t3, 0x31));
+// Stores lane j of v at f[at[j]]: one store where the four places are
+// consecutive (a contact's fields are arrays: ContactStore).
+[[gnu::target("avx2"), gnu::always_inline]] inline void store_at(double* f, const std::size_t at[4], __m256d v) {
+  if (at[1] == at[0] + 1 && at[2] == at[0] + 2 && at[3] == at[0] + 3) {
+    _mm256_storeu_pd(f + at[0], v);
+    return;
+  }
+  alignas(32) double lane[4];
+  _mm256_store_pd(lane, v);
+  for (int j = 0; j < 4; ++j) f[at[j]] = lane[j];
 }
 
 // write_contact for hits [0, 4 floor(n / 4)) of the block, four at a time in
 // AVX2 lanes: the same operations (IEEE square root and division are
-// correctly rounded in lanes as one at a time), so the same bits; a contact is
-// one aligned cache line, stored as two 32-byte halves. Returns the hits
+// correctly rounded in lanes as one at a time), so the same bits; each field
+// of the four stored with one store where they are consecutive. Returns the hits
 // written. (The square root and three or five divisions a contact were a
 // sixth of a pile's step on one thread.)
 [[gnu::target("avx2")]] std::size_t write_contacts_avx2(const ContactInput& in, const Pair* block,
@@ -233,7 +228,7 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   const double* const r = in.r;
   const double* const m = in.m;
   const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0), half = _mm256_set1_pd(0.5);
-  Contact* const geo = out.geometry.data();
+  const ContactFields geo = out.geometry.data();
   std::size_t h = 0;
   for (; h + 4 <= n; h += 4) {
     const Pair p[4] = {block[hits[h]], block[hits[h + 1]], block[hits[h + 2]], block[hits[h + 3]]};
@@ -250,17 +245,19 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
       va[j] = in.slot ? in.slot[p[j].a] : p[j].a;
       vb[j] = in.slot ? in.slot[p[j].b] : p[j].b;
     }
-    const __m256d slots = _mm256_castsi256_pd(
-        _mm256_setr_epi32(static_cast<int>(va[0]), static_cast<int>(vb[0]), static_cast<int>(va[1]),
-                          static_cast<int>(vb[1]), static_cast<int>(va[2]), static_cast<int>(vb[2]),
-                          static_cast<int>(va[3]), static_cast<int>(vb[3])));
-    // Lane j of (nx, ny, sep, reach) and of (share_a, share_b, bounce = 0,
-    // slots) are contact j's two halves.
     const std::size_t at[4] = {cur.to(cur.at), cur.to(cur.at + 1), cur.to(cur.at + 2),
                                cur.to(cur.at + 3)};
-    Contact* const to[4] = {geo + at[0], geo + at[1], geo + at[2], geo + at[3]};
-    store_transposed(g.nx, g.ny, g.sep, reach, to, 0);
-    store_transposed(share_a, share_b, zero, slots, to, 4);
+    store_at(geo.nx, at, g.nx);
+    store_at(geo.ny, at, g.ny);
+    store_at(geo.sep, at, g.sep);
+    store_at(geo.reach, at, reach);
+    store_at(geo.share_a, at, share_a);
+    store_at(geo.share_b, at, share_b);
+    store_at(geo.bounce, at, zero);
+    for (int j = 0; j < 4; ++j) {
+      geo.va[at[j]] = va[j];
+      geo.vb[at[j]] = vb[j];
+    }
     if (points) contact_points(xa, xb, ya, yb, ra, rb, reach, out.point.data(), at);
     for (std::size_t j = 0; j < 4; ++j) {
       const std::uint32_t cand = first_k + hits[h + j];
@@ -282,7 +279,7 @@ inline void refresh_contact(const ContactInput& in, std::size_t at, bool points,
   const double* const x = in.x;
   const double* const y = in.y;
   const Pair p = out.pairs[at];
-  Contact& c = out.geometry[at];
+  const ContactRef c = out.geometry[at];
   deep += set_normal_gap(x[p.b] - x[p.a], y[p.b] - y[p.a], c.reach, c);
   if (points) out.point[at] = contact_point(x, y, in.r, p, c.reach);
 }
@@ -295,18 +292,19 @@ inline void refresh_contact(const ContactInput& in, std::size_t at, bool points,
   const double* const x = in.x;
   const double* const y = in.y;
   const double* const r = in.r;
-  Contact* const geo = out.geometry.data();
+  const ContactFields geo = out.geometry.data();
   const Pair* const pairs = out.pairs.data();
   std::size_t h = 0;
   for (; h + 4 <= n; h += 4) {
     const std::size_t at = at0 + h;
     const Pair* const p = pairs + at;
     const __m256d xa = lanes_a(x, p), xb = lanes_b(x, p), ya = lanes_a(y, p), yb = lanes_b(y, p);
-    const __m256d reach = _mm256_setr_pd(geo[at].reach, geo[at + 1].reach, geo[at + 2].reach, geo[at + 3].reach);
+    const __m256d reach = _mm256_loadu_pd(geo.reach + at);
     const NormalGap g = normal_gap(_mm256_sub_pd(xb, xa), _mm256_sub_pd(yb, ya), reach, deep);
-    Contact* const to[4] = {geo + at, geo + at + 1, geo + at + 2, geo + at + 3};
-    store_transposed(g.nx, g.ny, g.sep, reach, to, 0);
-    for (int j = 0; j < 4; ++j) to[j]->bounce = 0.0;
+    _mm256_storeu_pd(geo.nx + at, g.nx);
+    _mm256_storeu_pd(geo.ny + at, g.ny);
+    _mm256_storeu_pd(geo.sep + at, g.sep);
+    _mm256_storeu_pd(geo.bounce + at, _mm256_setzero_pd());
     if (points) {
       const std::size_t ats[4] = {at, at + 1, at + 2, at + 3};
       contact_points(xa, xb, ya, yb, lanes_a(r, p), lanes_b(r, p), reach, out.point.data(), ats);

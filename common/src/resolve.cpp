@@ -238,17 +238,17 @@ struct Pos {
 
 // Where a contact's two bodies' velocities are: in the body store, at their
 // storage indices; in the solver's copy, at their slots.
-inline Pair velocity_pair(Vel, Pair p, const Contact&) { return p; }
-inline Pair velocity_pair(VelPairs, Pair, const Contact& c) { return {c.va, c.vb}; }
+inline Pair velocity_pair(Vel, Pair p, const ContactRef&) { return p; }
+inline Pair velocity_pair(VelPairs, Pair, const ContactRef& c) { return {c.va, c.vb}; }
 
 template <class V>
-inline double normal_velocity(V v, Pair p, const Contact& c) {
+inline double normal_velocity(V v, Pair p, const ContactRef& c) {
   const Pair q = velocity_pair(v, p, c);
   return (v.x(q.b) - v.x(q.a)) * c.nx + (v.y(q.b) - v.y(q.a)) * c.ny;
 }
 
 template <class V>
-inline void push_velocity(V v, Pair p, const Contact& c, double du) {
+inline void push_velocity(V v, Pair p, const ContactRef& c, double du) {
   const Pair q = velocity_pair(v, p, c);
   v.x(q.a) -= c.share_a * du * c.nx;
   v.y(q.a) -= c.share_a * du * c.ny;
@@ -263,7 +263,7 @@ inline void push_velocity(V v, Pair p, const Contact& c, double du) {
 // moves at the old velocities, so each body is moved by (old - new velocity)
 // t, and the substep ends where the collision at the moment of contact puts it.
 template <class V>
-inline bool impact(V v, Pos x, Pair p, Contact& c, std::uint8_t& collided, const SolveContext& ctx) {
+inline bool impact(V v, Pos x, Pair p, const ContactRef& c, std::uint8_t& collided, const SolveContext& ctx) {
   const double un = normal_velocity(v, p, c);
   if (!(un < -ctx.resting) || !(c.sep + un * ctx.h <= 0.0)) return false;
   const double du = -(1.0 + ctx.restitution) * un;
@@ -350,7 +350,7 @@ inline double soft_accum(double un, double gap, double accum, const Softness& sf
 
 // Returns whether it changed anything.
 template <class V>
-inline bool soft(V v, Pair p, const Contact& c, double& carried, double gap, const Softness& sf, bool use_bias,
+inline bool soft(V v, Pair p, const ContactRef& c, double& carried, double gap, const Softness& sf, bool use_bias,
                  const SolveContext& ctx) {
   const double accum = soft_accum(normal_velocity(v, p, c), gap, carried, sf, use_bias, ctx, c.reach);
   const double change = accum - carried;
@@ -371,11 +371,11 @@ enum class Pass { kWarm, kSoft, kRelaxMeasure, kRelax };
 // The same passes one contact at a time, in order. Both return whether they
 // changed any velocity (run_passes stops the passes where one did not).
 template <Pass kPass, class V>
-bool run_scalar(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k0, std::size_t k1,
+bool run_scalar(V v, const Pair* pairs, ContactFields geo, double* acc, std::size_t k0, std::size_t k1,
                 const BodyStore& b, const SolveContext& ctx) {
   bool changed = false;
   for (std::size_t k = k0; k < k1; ++k) {
-    Contact& c = geo[k];
+    const ContactRef c = geo[k];
     const Pair p = pairs[k];
     if constexpr (kPass == Pass::kWarm) {
       if (acc[k] > 0.0) {
@@ -391,9 +391,9 @@ bool run_scalar(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k
   return changed;
 }
 
-// Four contacts of one colour in lanes: their geometry, transposed from
-// their cache lines, and their bodies' velocities, loaded lane by lane (AVX2
-// gathers were slower).
+// Four contacts of one colour in lanes: their geometry (a load a field where
+// they are consecutive) and their bodies' velocities, loaded lane by lane
+// (AVX2 gathers were slower).
 struct Quad {
   Pair p[4];   // the bodies' storage indices (positions)
   Pair vp[4];  // where their velocities are (velocity_pair)
@@ -444,48 +444,50 @@ struct Quad {
   _mm_storeu_pd(v.w + 2 * std::size_t{i3}, _mm256_extractf128_pd(b13, 1));
 }
 
-// Contacts k0..k3 (any four sharing no body) in lanes.
+// The four bodies' velocities of the contacts in q's lanes (q.p, q.vp).
 template <class V>
-[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad_at(V v, const Pair* pairs, const Contact* geo,
-                                                                     std::size_t k0, std::size_t k1, std::size_t k2,
-                                                                     std::size_t k3) {
-  static_assert(sizeof(Contact) == 64 && offsetof(Contact, nx) == 0 && offsetof(Contact, ny) == 8 &&
-                offsetof(Contact, sep) == 16 && offsetof(Contact, reach) == 24 && offsetof(Contact, share_a) == 32 &&
-                offsetof(Contact, share_b) == 40 && alignof(Contact) == 64);
-  Quad q;
-  const double *g0 = &geo[k0].nx, *g1 = &geo[k1].nx, *g2 = &geo[k2].nx, *g3 = &geo[k3].nx;
-  const __m256d r0 = _mm256_loadu_pd(g0), r1 = _mm256_loadu_pd(g1), r2 = _mm256_loadu_pd(g2),
-                r3 = _mm256_loadu_pd(g3);
-  const __m256d s0 = _mm256_loadu_pd(g0 + 4), s1 = _mm256_loadu_pd(g1 + 4), s2 = _mm256_loadu_pd(g2 + 4),
-                s3 = _mm256_loadu_pd(g3 + 4);
-  const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-  const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-  q.nx = _mm256_permute2f128_pd(t0, t2, 0x20);
-  q.ny = _mm256_permute2f128_pd(t1, t3, 0x20);
-  q.sep = _mm256_permute2f128_pd(t0, t2, 0x31);
-  q.reach = _mm256_permute2f128_pd(t1, t3, 0x31);
-  const __m256d u0 = _mm256_unpacklo_pd(s0, s1), u1 = _mm256_unpackhi_pd(s0, s1);
-  const __m256d u2 = _mm256_unpacklo_pd(s2, s3), u3 = _mm256_unpackhi_pd(s2, s3);
-  q.share_a = _mm256_permute2f128_pd(u0, u2, 0x20);
-  q.share_b = _mm256_permute2f128_pd(u1, u3, 0x20);
-  q.p[0] = pairs[k0];
-  q.p[1] = pairs[k1];
-  q.p[2] = pairs[k2];
-  q.p[3] = pairs[k3];
-  q.vp[0] = velocity_pair(v, q.p[0], geo[k0]);
-  q.vp[1] = velocity_pair(v, q.p[1], geo[k1]);
-  q.vp[2] = velocity_pair(v, q.p[2], geo[k2]);
-  q.vp[3] = velocity_pair(v, q.p[3], geo[k3]);
+[[gnu::target("avx2"), gnu::always_inline]] inline void load_velocities(V v, Quad& q) {
   const Pair* p = q.vp;
   load_lanes(v, p[0].a, p[1].a, p[2].a, p[3].a, q.vax, q.vay);
   load_lanes(v, p[0].b, p[1].b, p[2].b, p[3].b, q.vbx, q.vby);
+}
+// Contacts k0..k3 (any four sharing no body) in lanes.
+template <class V>
+[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad_at(V v, const Pair* pairs, ContactFields geo,
+                                                                     std::size_t k0, std::size_t k1, std::size_t k2,
+                                                                     std::size_t k3) {
+  Quad q;
+  q.nx = _mm256_setr_pd(geo.nx[k0], geo.nx[k1], geo.nx[k2], geo.nx[k3]);
+  q.ny = _mm256_setr_pd(geo.ny[k0], geo.ny[k1], geo.ny[k2], geo.ny[k3]);
+  q.sep = _mm256_setr_pd(geo.sep[k0], geo.sep[k1], geo.sep[k2], geo.sep[k3]);
+  q.reach = _mm256_setr_pd(geo.reach[k0], geo.reach[k1], geo.reach[k2], geo.reach[k3]);
+  q.share_a = _mm256_setr_pd(geo.share_a[k0], geo.share_a[k1], geo.share_a[k2], geo.share_a[k3]);
+  q.share_b = _mm256_setr_pd(geo.share_b[k0], geo.share_b[k1], geo.share_b[k2], geo.share_b[k3]);
+  const std::size_t k[4] = {k0, k1, k2, k3};
+  for (int j = 0; j < 4; ++j) {
+    q.p[j] = pairs[k[j]];
+    q.vp[j] = velocity_pair(v, q.p[j], geo[k[j]]);
+  }
+  load_velocities(v, q);
   return q;
 }
-// Four consecutive contacts k.. of one colour in lanes.
+// Four consecutive contacts k.. of one colour in lanes: each field one load.
 template <class V>
-[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad(V v, const Pair* pairs, const Contact* geo,
+[[gnu::target("avx2"), gnu::always_inline]] inline Quad load_quad(V v, const Pair* pairs, ContactFields geo,
                                                                   std::size_t k) {
-  return load_quad_at(v, pairs, geo, k, k + 1, k + 2, k + 3);
+  Quad q;
+  q.nx = _mm256_loadu_pd(geo.nx + k);
+  q.ny = _mm256_loadu_pd(geo.ny + k);
+  q.sep = _mm256_loadu_pd(geo.sep + k);
+  q.reach = _mm256_loadu_pd(geo.reach + k);
+  q.share_a = _mm256_loadu_pd(geo.share_a + k);
+  q.share_b = _mm256_loadu_pd(geo.share_b + k);
+  for (std::size_t j = 0; j < 4; ++j) {
+    q.p[j] = pairs[k + j];
+    q.vp[j] = velocity_pair(v, q.p[j], geo[k + j]);
+  }
+  load_velocities(v, q);
+  return q;
 }
 
 // normal_velocity in lanes.
@@ -495,7 +497,7 @@ template <class V>
 }
 
 template <Pass kPass, class V>
-[[gnu::target("avx2")]] bool run_avx2(V v, const Pair* pairs, Contact* geo, double* acc, std::size_t k0,
+[[gnu::target("avx2")]] bool run_avx2(V v, const Pair* pairs, ContactFields geo, double* acc, std::size_t k0,
                                       std::size_t k1, const BodyStore& b, const SolveContext& ctx) {
   const __m256d zero = _mm256_setzero_pd();
   const __m256d inv_h = _mm256_set1_pd(ctx.inv_h);
@@ -527,9 +529,7 @@ template <Pass kPass, class V>
       const __m256d dy = _mm256_sub_pd(lanes_of(y, p[0].b, p[1].b, p[2].b, p[3].b),
                                        lanes_of(y, p[0].a, p[1].a, p[2].a, p[3].a));
       sep = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(dx, nx), _mm256_mul_pd(dy, ny)), q.reach);
-      alignas(32) double gap[4];
-      _mm256_store_pd(gap, sep);
-      for (int i = 0; i < 4; ++i) geo[k + static_cast<std::size_t>(i)].sep = gap[i];
+      _mm256_storeu_pd(geo.sep + k, sep);
     }
     __m256d fresh, change, moves;
     if constexpr (kPass == Pass::kWarm) {
@@ -618,7 +618,7 @@ template <Pass kPass, class V>
 // a lane that fails it is not looked at (impact() would return false and
 // change nothing).
 template <class V, class Look>
-[[gnu::target("avx2")]] void may_fire_avx2(V v, const Pair* pairs, const Contact* geo, std::size_t k0,
+[[gnu::target("avx2")]] void may_fire_avx2(V v, const Pair* pairs, ContactFields geo, std::size_t k0,
                                            std::size_t k1, const SolveContext& ctx, Look&& look) {
   std::size_t k = k0;
   for (; k + 4 <= k1; k += 4)
@@ -630,7 +630,7 @@ template <class V, class Look>
 
 // The same for the contacts ks[0..n) (ascending, sharing no body).
 template <class V, class Look>
-[[gnu::target("avx2")]] void may_fire_list_avx2(V v, const Pair* pairs, const Contact* geo, const std::uint32_t* ks,
+[[gnu::target("avx2")]] void may_fire_list_avx2(V v, const Pair* pairs, ContactFields geo, const std::uint32_t* ks,
                                                 std::size_t n, const SolveContext& ctx, Look&& look) {
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4)
@@ -871,7 +871,7 @@ template <class V>
 struct ImpactPass {
   V v;
   Pos pos;
-  Contact* geo;
+  ContactFields geo;
   const Pair* pairs;
   std::uint8_t* collided;
   std::uint8_t* fired_in;  // per body, 1 + the pass an impact last changed it in
@@ -1305,7 +1305,7 @@ void run_passes(V v, const BodyStore& b, Contacts& cs, WallContacts& walls, cons
 template <class V>
 std::uint64_t solve_with(V v, BodyStore& b, Contacts& cs, WallContacts& walls, const SolveContext& ctx) {
   const Pos pos{b.x.data(), b.y.data()};
-  Contact* const geo = cs.geometry.data();
+  const ContactFields geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
   std::uint8_t* const collided = cs.collided.data();
 
@@ -1453,7 +1453,7 @@ std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, in
                             std::span<const double> px, std::span<const double> py) {
   const Bounds* const box = bounds.walled ? &bounds : nullptr;
   const Vel v{b.vx.data(), b.vy.data()};
-  Contact* const geo = cs.geometry.data();
+  const ContactFields geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
   std::uint8_t* const collided = cs.collided.data();
   double* const x = b.x.data();
@@ -1466,7 +1466,7 @@ std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, in
   for_blocks(cs.size(), 4096, [&](std::size_t k0, std::size_t k1, std::size_t) {
     for (std::size_t k = k0; k < k1; ++k) {
       const Pair p = pairs[k];
-      Contact& c = geo[k];
+      const ContactRef c = geo[k];
       const double dx = px[p.b] - px[p.a], dy = py[p.b] - py[p.a];
       const double d2 = dx * dx + dy * dy;
       if (d2 > 0.0) {
@@ -1488,7 +1488,7 @@ std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, in
   for (int it = 0; it < passes; ++it) {
     const std::uint64_t moved = for_colours(cs, [&](std::size_t k) -> std::uint64_t {
       const Pair p = pairs[k];
-      const Contact& c = geo[k];
+      const ContactRef c = geo[k];
       const double reach = r[p.a] + r[p.b];
       const double sep = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - reach;
       if (!(sep < 0.0)) return 0u;
@@ -1528,7 +1528,7 @@ std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, in
 
 void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double resting, int iterations) {
   const Vel v{b.vx.data(), b.vy.data()};
-  Contact* const geo = cs.geometry.data();
+  const ContactFields geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
   const std::uint8_t* const collided = cs.collided.data();
   // As many passes as the push made (it may have made more than asked for).
@@ -1536,7 +1536,7 @@ void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double r
   for (int it = 0; it < passes; ++it) {
     const std::uint64_t changed = for_colours(cs, [&](std::size_t k) -> std::uint32_t {
       if (!collided[k]) return 0u;
-      Contact& c = geo[k];
+      const ContactRef c = geo[k];
       const double before = c.bounce;  // the approach before the push
       const double target = before < -resting ? -restitution * before : 0.0;
       const double un = normal_velocity(v, pairs[k], c);
@@ -1550,7 +1550,7 @@ void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double r
   // The whole change of the substep, for the events.
   for_colours(cs, [&](std::size_t k) {
     if (!collided[k]) return 0u;
-    Contact& c = geo[k];
+    const ContactRef c = geo[k];
     const double before = c.bounce;
     c.bounce = (before < -resting ? -restitution * before : 0.0) - before;
     cs.accum[k] = 0.0;
@@ -1658,7 +1658,7 @@ std::uint64_t record_events(const BodyStore& b, const Contacts& contacts, std::u
       ++dropped;
       continue;
     }
-    const Contact& c = contacts.geometry[k];
+    const Contact c = contacts.geometry.value(k);
     const Pair p = contacts.pairs[k];
     // Impulse on b: the reduced mass m_b share_b = m_a m_b / (m_a + m_b) times the
     // relative velocity change of the substep.

@@ -19,20 +19,58 @@ namespace carom::detail {
 /// One contact of a substep: a candidate pair whose gap is below the
 /// speculative distance (discrete) or that overlaps (Verlet). Its bodies are in
 /// the parallel Contacts::pairs array, and what its velocity passes have
-/// accumulated in Contacts::accum: the one value every pass writes, kept out of
-/// this cache line so that a pass writes 8 bytes a contact, not a whole line
-/// (the 10k pile's contact passes 4% faster). One cache line, read by the
-/// passes.
-struct alignas(64) Contact {
-  double nx = 0, ny = 0;        // unit normal from a to b at detection
-  double sep = 0;               // gap at detection, |b - a| - (r_a + r_b), m (< 0: overlap); in relax: after the move
-  double reach = 0;             // r_a + r_b, m (relax measures the gap with it)
-  double share_a = 0;           // m_b / (m_a + m_b): a's share of a relative velocity change
-  double share_b = 0;           // m_a / (m_a + m_b)
-  double bounce = 0;            // normal velocity change of the impacts this substep (m/s); Verlet: approach before the push
-  std::uint32_t va = 0, vb = 0;  // a's and b's slots in the solver's copy of the velocities (Contacts::slot_of)
+/// accumulated in Contacts::accum. Its geometry lives in ContactStore, an
+/// array a field; a ContactRef is one contact's fields there.
+struct ContactRef {
+  double& nx;              // unit normal from a to b at detection
+  double& ny;
+  double& sep;             // gap at detection, |b - a| - (r_a + r_b), m (< 0: overlap); in relax: after the move
+  double& reach;           // r_a + r_b, m (relax measures the gap with it)
+  double& share_a;         // m_b / (m_a + m_b): a's share of a relative velocity change
+  double& share_b;         // m_a / (m_a + m_b)
+  double& bounce;          // normal velocity change of the impacts this substep (m/s); Verlet: approach before the push
+  std::uint32_t& va;       // a's and b's slots in the solver's copy of the velocities (Contacts::slot_of)
+  std::uint32_t& vb;
 };
-static_assert(sizeof(Contact) == 64, "a contact is one cache line");
+/// Where ContactStore's arrays are (valid until it is resized): the lanes
+/// load a field of four consecutive contacts in one load, where a contact
+/// in a cache line of its own had to be transposed out of four lines (the
+/// relax pass on the 10k pile's contacts 1.12x in a synthetic test).
+struct ContactFields {
+  double *nx, *ny, *sep, *reach, *share_a, *share_b, *bounce;
+  std::uint32_t *va, *vb;
+  ContactRef operator[](std::size_t k) const {
+    return {nx[k], ny[k], sep[k], reach[k], share_a[k], share_b[k], bounce[k], va[k], vb[k]};
+  }
+};
+/// One contact's fields copied out of the store (what a reader keeps).
+struct Contact {
+  double nx = 0, ny = 0, sep = 0, reach = 0, share_a = 0, share_b = 0, bounce = 0;
+  std::uint32_t va = 0, vb = 0;
+};
+/// The contacts' geometry, structure of arrays (ContactRef says what each is).
+struct ContactStore {
+  std::vector<double> nx, ny, sep, reach, share_a, share_b, bounce;
+  std::vector<std::uint32_t> va, vb;
+  std::size_t size() const { return nx.size(); }
+  void resize(std::size_t n) {
+    for (std::vector<double>* v : {&nx, &ny, &sep, &reach, &share_a, &share_b, &bounce}) v->resize(n);
+    va.resize(n);
+    vb.resize(n);
+  }
+  void release() {
+    for (std::vector<double>* v : {&nx, &ny, &sep, &reach, &share_a, &share_b, &bounce}) std::vector<double>().swap(*v);
+    std::vector<std::uint32_t>().swap(va);
+    std::vector<std::uint32_t>().swap(vb);
+  }
+  ContactFields data() {
+    return {nx.data(), ny.data(), sep.data(), reach.data(), share_a.data(), share_b.data(), bounce.data(), va.data(), vb.data()};
+  }
+  ContactRef operator[](std::size_t k) { return data()[k]; }
+  Contact value(std::size_t k) const {
+    return {nx[k], ny[k], sep[k], reach[k], share_a[k], share_b[k], bounce[k], va[k], vb[k]};
+  }
+};
 
 /// A pair overlapping deeper than this share of r_a + r_b (0.05 r for equal
 /// radii) gets a stiffer soft spring (deep_softness in resolve.cpp).
@@ -96,7 +134,7 @@ struct WallContact {
   std::uint32_t slot = 0;      // the body's slot in the solver's copy of the velocities (Contacts::slot_of)
   double sep = 0;              // gap to the wall at detection, m; in relax: after the move
   double accum = 0;            // as Contacts::accum
-  double bounce = 0;           // as Contact::bounce
+  double bounce = 0;           // as ContactRef::bounce
 };
 
 /// The wall contacts of a substep, in per-block lists (block k holds bodies
@@ -113,7 +151,7 @@ inline constexpr std::size_t kWallBlock = 2048;
 /// that is candidate order), plus scratch.
 struct Contacts {
   std::vector<Pair> pairs;
-  std::vector<Contact> geometry;
+  ContactStore geometry;
   std::vector<double> accum;             // accumulated relative normal velocity change of the velocity passes, >= 0 (m/s)
   std::vector<std::uint32_t> candidate;  // index in the candidate pair list (warm starting)
   std::vector<std::uint8_t> collided;    // an impact this substep (discrete) / pushed apart (Verlet)
@@ -124,7 +162,7 @@ struct Contacts {
   // passes may be shared (more than one thread, enough candidates); empty:
   // slot = storage index.
   std::vector<std::uint32_t> slot_of;
-  // This substep's contacts (Contact::va, vb) and wall contacts use slot_of:
+  // This substep's contacts (ContactRef::va, vb) and wall contacts use slot_of:
   // where the velocity passes are shared among threads (kSharedPassesFrom);
   // else the slots are the storage indices.
   bool slotted = false;
@@ -219,7 +257,7 @@ struct Contacts {
   void release() {
     warm_in_contacts = false;
     std::vector<Pair>().swap(pairs);
-    std::vector<Contact>().swap(geometry);
+    geometry.release();
     std::vector<double>().swap(accum);
     std::vector<std::uint32_t>().swap(candidate);
     std::vector<std::uint32_t>().swap(warm_candidate);
