@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,15 +54,16 @@ struct ContactStore {
   std::vector<double> nx, ny, sep, reach, share_a, share_b, bounce;
   std::vector<std::uint32_t> va, vb;
   std::size_t size() const { return nx.size(); }
+  /// Calls f on each of the arrays.
+  template <class F>
+  void each(F&& f) {
+    f(nx), f(ny), f(sep), f(reach), f(share_a), f(share_b), f(bounce), f(va), f(vb);
+  }
   void resize(std::size_t n) {
-    for (std::vector<double>* v : {&nx, &ny, &sep, &reach, &share_a, &share_b, &bounce}) v->resize(n);
-    va.resize(n);
-    vb.resize(n);
+    each([n](auto& v) { v.resize(n); });
   }
   void release() {
-    for (std::vector<double>* v : {&nx, &ny, &sep, &reach, &share_a, &share_b, &bounce}) std::vector<double>().swap(*v);
-    std::vector<std::uint32_t>().swap(va);
-    std::vector<std::uint32_t>().swap(vb);
+    each([](auto& v) { std::remove_reference_t<decltype(v)>().swap(v); });
   }
   ContactFields data() {
     return {nx.data(), ny.data(), sep.data(), reach.data(), share_a.data(), share_b.data(), bounce.data(), va.data(), vb.data()};
