@@ -15,7 +15,9 @@
 // Speculative contacts (discrete): a pair a little apart is a contact too, so
 // a resting pair stays a contact while the solver holds it at touching
 // distance, and an approaching pair is stopped at the surface, not after it
-// sinks in (Box2D's speculative margin). Verlet passes 0: only overlapping pairs.
+// sinks in (Box2D's speculative margin). Verlet's contacts reach as far: a
+// pair a push carries into overlap within the substep is pushed back in the
+// same pass (without them its pushes stacked bodies).
 //
 // Two passes over the candidate blocks, each block in parallel: the first
 // lists which of its candidates are contacts (AVX2 lanes run the distance
@@ -200,6 +202,21 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   out.candidate[at] = cand;
 }
 
+// The mass shares of four pairs, as write_contact makes them: exactly 1/2
+// where the masses are equal, else m_b / (m_a + m_b) and m_a / (m_a + m_b).
+// Four pairs of equal masses (a pile or a gas of one kind of body) skip the
+// division.
+struct Shares {
+  __m256d a, b;
+};
+[[gnu::target("avx2"), gnu::always_inline]] inline Shares shares(__m256d ma, __m256d mb) {
+  const __m256d half = _mm256_set1_pd(0.5);
+  const __m256d equal = _mm256_cmp_pd(ma, mb, _CMP_EQ_OQ);
+  if (_mm256_movemask_pd(equal) == 0xF) return {half, half};
+  const __m256d inv = _mm256_div_pd(_mm256_set1_pd(1.0), _mm256_add_pd(ma, mb));
+  return {_mm256_blendv_pd(_mm256_mul_pd(mb, inv), half, equal), _mm256_blendv_pd(_mm256_mul_pd(ma, inv), half, equal)};
+}
+
 // Stores lane j of v at f[at[j]]: one store where the four places are
 // consecutive (a contact's fields are arrays: ContactStore).
 [[gnu::target("avx2"), gnu::always_inline]] inline void store_at(double* f, const std::size_t at[4], __m256d v) {
@@ -227,7 +244,7 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   const double* const y = in.y;
   const double* const r = in.r;
   const double* const m = in.m;
-  const __m256d zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0), half = _mm256_set1_pd(0.5);
+  const __m256d zero = _mm256_setzero_pd();
   const ContactFields geo = out.geometry.data();
   std::size_t h = 0;
   for (; h + 4 <= n; h += 4) {
@@ -236,10 +253,7 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
     const __m256d ra = lanes_a(r, p), rb = lanes_b(r, p), ma = lanes_a(m, p), mb = lanes_b(m, p);
     const __m256d reach = _mm256_add_pd(ra, rb);
     const NormalGap g = normal_gap(_mm256_sub_pd(xb, xa), _mm256_sub_pd(yb, ya), reach, cur.deep);
-    const __m256d equal = _mm256_cmp_pd(ma, mb, _CMP_EQ_OQ);
-    const __m256d inv = _mm256_div_pd(one, _mm256_add_pd(ma, mb));
-    const __m256d share_a = _mm256_blendv_pd(_mm256_mul_pd(mb, inv), half, equal);
-    const __m256d share_b = _mm256_blendv_pd(_mm256_mul_pd(ma, inv), half, equal);
+    const Shares sh = shares(ma, mb);
     std::uint32_t va[4], vb[4];
     for (int j = 0; j < 4; ++j) {
       va[j] = in.slot ? in.slot[p[j].a] : p[j].a;
@@ -251,8 +265,8 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
     store_at(geo.ny, at, g.ny);
     store_at(geo.sep, at, g.sep);
     store_at(geo.reach, at, reach);
-    store_at(geo.share_a, at, share_a);
-    store_at(geo.share_b, at, share_b);
+    store_at(geo.share_a, at, sh.a);
+    store_at(geo.share_b, at, sh.b);
     store_at(geo.bounce, at, zero);
     for (int j = 0; j < 4; ++j) {
       geo.va[at[j]] = va[j];
@@ -266,6 +280,92 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
       out.candidate[at[j]] = cand;
     }
     cur.at += 4;
+  }
+  _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
+  return h;
+}
+
+// Verlet (collide with `start`): what push_contacts and restitute_contacts
+// read of a contact and no more. The normal from the bodies' positions at
+// the substep's start, not at detection (the predicted ones): a pair the
+// predicted motion carried past or onto each other is pushed back the way it
+// came, never through; where they coincided at the start, the normal at
+// detection (write_contact's rule). The approach along it before any push
+// (`bounce`: what restitution answers), the mass shares, the pair and
+// candidate, the contact point for events. No gap, reach, slots or warm
+// value: the push measures its own gap, and Verlet carries nothing from
+// substep to substep. (Until 2026-12-06 collide wrote a whole contact and
+// push_contacts made the normal and the approach again in a pass of its own:
+// the same operations, so the same bits.)
+inline void write_verlet_contact(const ContactInput& in, const VerletStart& s, Pair p, std::uint32_t cand,
+                                 bool points, Contacts& out, std::size_t at) {
+  const ContactRef c = out.geometry[at];
+  const double dx = s.px[p.b] - s.px[p.a], dy = s.py[p.b] - s.py[p.a];
+  const double d2 = dx * dx + dy * dy;
+  const double reach = in.r[p.a] + in.r[p.b];
+  if (d2 > 0.0) {
+    const double d = std::sqrt(d2);
+    c.nx = dx / d;
+    c.ny = dy / d;
+  } else {
+    set_normal_gap(in.x[p.b] - in.x[p.a], in.y[p.b] - in.y[p.a], reach, c);
+  }
+  c.bounce = (s.vx[p.b] - s.vx[p.a]) * c.nx + (s.vy[p.b] - s.vy[p.a]) * c.ny;
+  const double ma = in.m[p.a], mb = in.m[p.b];
+  if (ma == mb) {
+    c.share_a = c.share_b = 0.5;
+  } else {
+    const double inv = 1.0 / (ma + mb);
+    c.share_a = mb * inv;
+    c.share_b = ma * inv;
+  }
+  if (points) out.point[at] = contact_point(in.x, in.y, in.r, p, reach);
+  out.pairs[at] = p;
+  out.candidate[at] = cand;
+}
+
+// write_verlet_contact for hits [0, 4 floor(n / 4)) of the block, four at a
+// time in AVX2 lanes with the same operations (so the same bits); four of
+// which a pair coincided at the start go one at a time. Contacts from `at0`
+// on, in hit order (a Verlet list is always coloured: candidate order).
+// Returns the hits written.
+[[gnu::target("avx2")]] std::size_t write_verlet_avx2(const ContactInput& in, const VerletStart& s, const Pair* block,
+                                                      std::uint32_t first_k, const std::uint32_t* hits, std::size_t n,
+                                                      bool points, Contacts& out, std::size_t at0) {
+  const __m256d zero = _mm256_setzero_pd();
+  const ContactFields geo = out.geometry.data();
+  std::size_t h = 0;
+  for (; h + 4 <= n; h += 4) {
+    const Pair p[4] = {block[hits[h]], block[hits[h + 1]], block[hits[h + 2]], block[hits[h + 3]]};
+    const std::size_t at = at0 + h;
+    const __m256d dx = _mm256_sub_pd(lanes_b(s.px, p), lanes_a(s.px, p));
+    const __m256d dy = _mm256_sub_pd(lanes_b(s.py, p), lanes_a(s.py, p));
+    const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+    if (_mm256_movemask_pd(_mm256_cmp_pd(d2, zero, _CMP_GT_OQ)) != 0xF) {
+      for (std::size_t j = 0; j < 4; ++j)
+        write_verlet_contact(in, s, p[j], first_k + hits[h + j], points, out, at + j);
+      continue;
+    }
+    const __m256d d = _mm256_sqrt_pd(d2);
+    const __m256d nx = _mm256_div_pd(dx, d), ny = _mm256_div_pd(dy, d);
+    const __m256d dvx = _mm256_sub_pd(lanes_b(s.vx, p), lanes_a(s.vx, p));
+    const __m256d dvy = _mm256_sub_pd(lanes_b(s.vy, p), lanes_a(s.vy, p));
+    const Shares sh = shares(lanes_a(in.m, p), lanes_b(in.m, p));
+    _mm256_storeu_pd(geo.nx + at, nx);
+    _mm256_storeu_pd(geo.ny + at, ny);
+    _mm256_storeu_pd(geo.bounce + at, _mm256_add_pd(_mm256_mul_pd(dvx, nx), _mm256_mul_pd(dvy, ny)));
+    _mm256_storeu_pd(geo.share_a + at, sh.a);
+    _mm256_storeu_pd(geo.share_b + at, sh.b);
+    if (points) {
+      const __m256d ra = lanes_a(in.r, p), rb = lanes_b(in.r, p);
+      const std::size_t to[4] = {at, at + 1, at + 2, at + 3};
+      contact_points(lanes_a(in.x, p), lanes_b(in.x, p), lanes_a(in.y, p), lanes_b(in.y, p), ra, rb,
+                     _mm256_add_pd(ra, rb), out.point.data(), to);
+    }
+    for (std::size_t j = 0; j < 4; ++j) {
+      out.pairs[at + j] = p[j];
+      out.candidate[at + j] = first_k + hits[h + j];
+    }
   }
   _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
   return h;
@@ -379,7 +479,7 @@ std::uint64_t contact_colourings() { return contact_colouring_runs.load(std::mem
 std::uint64_t contacts_made_ahead(bool per_contact) { return made_ahead[per_contact ? 1 : 0].load(std::memory_order_relaxed); }
 
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
-                      double speculative, bool points, Contacts& out) {
+                      double speculative, bool points, Contacts& out, const VerletStart* start) {
   const std::size_t nb = candidates.blocks.size();
   const double* const x = b.x.data();
   const double* const y = b.y.data();
@@ -416,7 +516,7 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   // mass shares, slots, candidate and warm value are what this one would
   // write: only the normal, gap and contact point are written again (a
   // settled pile's substeps). The same bits.
-  bool refresh = refresh_allowed.load(std::memory_order_relaxed) && candidates.generation != 0 &&
+  bool refresh = start == nullptr && refresh_allowed.load(std::memory_order_relaxed) && candidates.generation != 0 &&
                  candidates.generation == out.written_from &&
                  slot == out.written_slots && !colouring.per_contact && out.warm_in_contacts && out.order.empty() &&
                  out.size() == total;
@@ -465,6 +565,16 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   const ContactInput in{x, y, r, m, slot};
   for_blocks(nb, 1, [&, in, points, refresh](std::size_t blk, std::size_t, std::size_t) {
     Contacts::Block& local = out.block_contacts[blk];
+    if (start) {
+      const Pair* const block = candidates.blocks[blk].data();
+      const std::uint32_t first_k = first[blk];
+      const std::size_t at0 = out.block_count[blk], nh = local.hits.size();
+      std::size_t h = lanes ? write_verlet_avx2(in, *start, block, first_k, local.hits.data(), nh, points, out, at0) : 0;
+      for (; h < nh; ++h)
+        write_verlet_contact(in, *start, block[local.hits[h]], first_k + local.hits[h], points, out, at0 + h);
+      local.deep = 0;
+      return;
+    }
     if (refresh) {
       const std::size_t at0 = out.block_count[blk], nh = local.hits.size();
       std::size_t deep = 0;

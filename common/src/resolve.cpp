@@ -1449,34 +1449,17 @@ void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const Solve
   walls.warm = true;
 }
 
-std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, int iterations,
-                            std::span<const double> px, std::span<const double> py) {
+std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, int iterations) {
   const Bounds* const box = bounds.walled ? &bounds : nullptr;
-  const Vel v{b.vx.data(), b.vy.data()};
   const ContactFields geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
   std::uint8_t* const collided = cs.collided.data();
   double* const x = b.x.data();
   double* const y = b.y.data();
   const double* const r = b.r.data();
-  // Normals from where the bodies were at the start of the substep: a pair
-  // that the predicted motion carried past (or onto) each other is pushed
-  // back the way it came, never through. Then the approach before any push:
-  // what restitution answers.
-  for_blocks(cs.size(), 4096, [&](std::size_t k0, std::size_t k1, std::size_t) {
-    for (std::size_t k = k0; k < k1; ++k) {
-      const Pair p = pairs[k];
-      const ContactRef c = geo[k];
-      const double dx = px[p.b] - px[p.a], dy = py[p.b] - py[p.a];
-      const double d2 = dx * dx + dy * dy;
-      if (d2 > 0.0) {
-        const double d = std::sqrt(d2);
-        c.nx = dx / d;
-        c.ny = dy / d;
-      }
-      c.bounce = normal_velocity(v, p, c);
-    }
-  });
+  // The normals are from where the bodies were at the start of the substep
+  // (collide, VerletStart): a pair that the predicted motion carried past
+  // (or onto) each other is pushed back the way it came, never through.
   // The user's passes, then more (up to kDeepPasses in all) while a pass
   // still finds a pair overlapping by more than kDeepOverlap of its smaller
   // radius: at low settings a tall pile would otherwise sink into itself
@@ -1526,7 +1509,7 @@ std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, in
   return count;
 }
 
-void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double resting, int iterations) {
+void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double resting, int iterations, bool events) {
   const Vel v{b.vx.data(), b.vy.data()};
   const ContactFields geo = cs.geometry.data();
   const Pair* const pairs = cs.pairs.data();
@@ -1547,14 +1530,18 @@ void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double r
     });
     if (changed == 0) break;
   }
-  // The whole change of the substep, for the events.
-  for_colours(cs, [&](std::size_t k) {
-    if (!collided[k]) return 0u;
-    const ContactRef c = geo[k];
-    const double before = c.bounce;
-    c.bounce = (before < -resting ? -restitution * before : 0.0) - before;
-    cs.accum[k] = 0.0;
-    return 0u;
+  // The whole change of the substep, for the events (nothing else reads it:
+  // the next collide writes every contact again). Each contact alone: no
+  // colours.
+  if (!events) return;
+  for_blocks(cs.size(), 4096, [&](std::size_t k0, std::size_t k1, std::size_t) {
+    for (std::size_t k = k0; k < k1; ++k) {
+      if (!collided[k]) continue;
+      const ContactRef c = geo[k];
+      const double before = c.bounce;
+      c.bounce = (before < -resting ? -restitution * before : 0.0) - before;
+      cs.accum[k] = 0.0;
+    }
   });
 }
 

@@ -376,12 +376,23 @@ double predict_positions(BodyStore& b, double h, std::span<double> px, std::span
 void finish_verlet(BodyStore& b, const Params& p, double h, double resting, double max_push, std::span<const double> px,
                    std::span<const double> py);
 
+/// Verlet's substep start, for collide: the positions before the prediction
+/// (the normals push_contacts pushes along) and the velocities.
+struct VerletStart {
+  const double* px;
+  const double* py;
+  const double* vx;
+  const double* vy;
+};
 /// Narrow phase: the candidate pairs whose gap is below `speculative` (0:
 /// those that overlap), with their normals, gaps, mass shares and contact
 /// points (only with `points`: for events), in colour order (candidate order
-/// within a colour), and their colour ranges. Returns how many.
+/// within a colour), and their colour ranges. Returns how many. With `start`
+/// (Verlet), only what the push and restitution read: each normal from the
+/// positions at `start` (at detection where the pair coincided there), the
+/// approach along it (`bounce`), the mass shares, the pair and the point.
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
-                      double speculative, bool points, Contacts& contacts);
+                      double speculative, bool points, Contacts& contacts, const VerletStart* start = nullptr);
 
 /// The warm values of contacts `ahead` made by collide while `from`, the
 /// substep before's, were still being relaxed (ahead carried no warm values
@@ -472,19 +483,20 @@ void set_thread_turns(ThreadTurns turns);
 void relax_contacts(BodyStore& b, Contacts& contacts, WallContacts& walls, const SolveContext& ctx);
 
 /// Verlet: `iterations` position passes pushing overlapping pairs apart along
-/// their normal at the start of the substep (px, py), colour by colour; a
-/// wall holds a body it clamps and the partner takes the whole push; more
-/// passes (up to 32) while a pass finds a pair overlapping by more than half
-/// its smaller radius (the count goes in contacts.push_passes).
-/// Records each contact's approach speed first.
-std::uint64_t push_contacts(BodyStore& b, Contacts& contacts, const Bounds& bounds, int iterations,
-                            std::span<const double> px, std::span<const double> py);
+/// their normal at the start of the substep (collide made it, with each
+/// contact's approach speed: VerletStart), colour by colour; a wall holds a
+/// body it clamps and the partner takes the whole push; more passes (up to
+/// 32) while a pass finds a pair overlapping by more than half its smaller
+/// radius (the count goes in contacts.push_passes).
+std::uint64_t push_contacts(BodyStore& b, Contacts& contacts, const Bounds& bounds, int iterations);
 
 /// Verlet, after finish_verlet: up to max(iterations, push passes) velocity passes that give
 /// each pushed pair the normal velocity restitution gives it (-e times its
 /// approach before the push, 0 below the resting speed), so the push-apart
-/// adds no energy.
-void restitute_contacts(BodyStore& b, Contacts& contacts, double restitution, double resting, int iterations);
+/// adds no energy. With `events`, each pushed pair's whole change of normal
+/// velocity then goes in its `bounce` (record_events reads it).
+void restitute_contacts(BodyStore& b, Contacts& contacts, double restitution, double resting, int iterations,
+                        bool events);
 
 /// Appends the collisions of one substep to `events` in contact order, up to
 /// `cap` in total. Returns how many did not fit.

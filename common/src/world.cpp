@@ -486,8 +486,11 @@ void WorldState::step_substeps(StepStats& st) {
 
     // 3. Narrow phase: which candidate pairs (and walls) are contacts now.
     t = Clock::now();
-    if (!collided_ahead)
-      st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts);
+    if (!collided_ahead) {
+      const VerletStart start{d.px.data(), d.py.data(), bodies.vx.data(), bodies.vy.data()};
+      st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts,
+                             verlet ? &start : nullptr);
+    }
     if (!verlet) collide_walls(bodies, p.bounds, d.speculative, d.walls, d.contacts.slots());
     st.seconds.collide += seconds_since(t);
     st.rounds = std::max(st.rounds, d.contacts.rounds());
@@ -496,7 +499,7 @@ void WorldState::step_substeps(StepStats& st) {
     //    walls first, then colour by colour.
     t = Clock::now();
     ctx.max_push = kMaxPush * d.rmin;
-    st.collisions += verlet ? push_contacts(bodies, d.contacts, p.bounds, p.iterations, d.px, d.py)
+    st.collisions += verlet ? push_contacts(bodies, d.contacts, p.bounds, p.iterations)
                             : solve_contacts(bodies, d.contacts, d.walls, ctx);
     st.seconds.resolve_contacts += seconds_since(t);
 
@@ -541,7 +544,7 @@ void WorldState::step_substeps(StepStats& st) {
     bool overlap = may_ahead && (repair_ahead || !d.anchors.needs_rebuild(moved_after_move));
     t = Clock::now();
     if (verlet) {
-      restitute_contacts(bodies, d.contacts, p.restitution, resting, p.iterations);
+      restitute_contacts(bodies, d.contacts, p.restitution, resting, p.iterations, p.record_events);
     } else if (overlap) {
       recorded();  // the events of the substep before read `ahead`
       // read by collide; relax reads it only where slotted. (`ahead` carries
