@@ -75,6 +75,7 @@
 #include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <numbers>
 #include <optional>
@@ -1449,87 +1450,258 @@ void relax_contacts(BodyStore& b, Contacts& cs, WallContacts& walls, const Solve
   walls.warm = true;
 }
 
+namespace {
+
+// Verlet's push (push_contacts), one contact: 0 where the pair does not
+// overlap along its normal, else 1, plus kDeepPush where it overlaps by more
+// than kDeepOverlap of its smaller radius.
+constexpr std::uint64_t kDeepPush = std::uint64_t{1} << 32;
+struct PushInput {
+  const Pair* pairs;
+  ContactFields geo;
+  std::uint8_t* collided;
+  double* x;
+  double* y;
+  const double* r;
+  const Bounds* box;  // null: unbounded
+};
+inline std::uint64_t push_one(const PushInput& in, std::size_t k) {
+  double* const x = in.x;
+  double* const y = in.y;
+  const double* const r = in.r;
+  const Pair p = in.pairs[k];
+  const ContactRef c = in.geo[k];
+  const double reach = r[p.a] + r[p.b];
+  const double sep = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - reach;
+  if (!(sep < 0.0)) return 0u;
+  const std::uint64_t deep = sep < -kDeepOverlap * std::min(r[p.a], r[p.b]) ? kDeepPush : 0u;
+  x[p.a] += c.share_a * sep * c.nx;
+  y[p.a] += c.share_a * sep * c.ny;
+  x[p.b] -= c.share_b * sep * c.nx;
+  y[p.b] -= c.share_b * sep * c.ny;
+  if (in.box) {
+    // A wall holds a body it clamps: the other body takes that share
+    // (else the wall would push it back into overlap after the passes).
+    const Bounds& box = *in.box;
+    const double xa = x[p.a], ya = y[p.a], xb = x[p.b], yb = y[p.b];
+    clamp_into(x[p.a], y[p.a], r[p.a], box);
+    clamp_into(x[p.b], y[p.b], r[p.b], box);
+    const bool held_a = x[p.a] != xa || y[p.a] != ya, held_b = x[p.b] != xb || y[p.b] != yb;
+    if (held_a != held_b) {
+      const double rest = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - reach;
+      if (rest < 0.0) {
+        const std::uint32_t o = held_a ? p.b : p.a;
+        const double shift = held_a ? -rest : rest;
+        x[o] += shift * c.nx;
+        y[o] += shift * c.ny;
+        clamp_into(x[o], y[o], r[o], box);
+      }
+    }
+  }
+  in.collided[k] = 1;
+  return 1u + deep;
+}
+
+// Whether a lane of v lies outside [lo, hi] (std::clamp would move it).
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d outside(__m256d v, __m256d lo, __m256d hi) {
+  return _mm256_or_pd(_mm256_cmp_pd(v, lo, _CMP_LT_OQ), _mm256_cmp_pd(hi, v, _CMP_LT_OQ));
+}
+
+// push_one for contacts [k0, k0 + 4 floor((k1 - k0) / 4)) of one colour
+// (they share no body), four at a time in AVX2 lanes with the same
+// operations, so the same bits. Four of which a pushed body would meet a
+// wall go one at a time (nothing of them is stored before). Returns the sum
+// of push_one's results; `done` the contacts handled.
+[[gnu::target("avx2")]] std::uint64_t push_avx2(const PushInput& in, std::size_t k0, std::size_t k1, std::size_t& done) {
+  const ContactFields geo = in.geo;
+  const Vel pos{in.x, in.y};
+  const __m256d zero = _mm256_setzero_pd(), deep_share = _mm256_set1_pd(-kDeepOverlap);
+  __m256d minx = zero, maxx = zero, miny = zero, maxy = zero;
+  if (in.box) {
+    minx = _mm256_set1_pd(in.box->min.x);
+    maxx = _mm256_set1_pd(in.box->max.x);
+    miny = _mm256_set1_pd(in.box->min.y);
+    maxy = _mm256_set1_pd(in.box->max.y);
+  }
+  std::uint64_t sum = 0;
+  std::size_t k = k0;
+  for (; k + 4 <= k1; k += 4) {
+    const Pair* p = in.pairs + k;
+    __m256d xa, ya, xb, yb;
+    load_lanes(pos, p[0].a, p[1].a, p[2].a, p[3].a, xa, ya);
+    load_lanes(pos, p[0].b, p[1].b, p[2].b, p[3].b, xb, yb);
+    const __m256d ra = lanes_of(in.r, p[0].a, p[1].a, p[2].a, p[3].a);
+    const __m256d rb = lanes_of(in.r, p[0].b, p[1].b, p[2].b, p[3].b);
+    const __m256d nx = _mm256_loadu_pd(geo.nx + k), ny = _mm256_loadu_pd(geo.ny + k);
+    const __m256d sep = _mm256_sub_pd(
+        _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(xb, xa), nx), _mm256_mul_pd(_mm256_sub_pd(yb, ya), ny)),
+        _mm256_add_pd(ra, rb));
+    const __m256d over = _mm256_cmp_pd(sep, zero, _CMP_LT_OQ);
+    const int pushed = _mm256_movemask_pd(over);
+    if (pushed == 0) continue;
+    // std::min(ra, rb) is rb < ra ? rb : ra: the same value as the lanes' min.
+    const __m256d deep = _mm256_and_pd(
+        over, _mm256_cmp_pd(sep, _mm256_mul_pd(deep_share, _mm256_min_pd(ra, rb)), _CMP_LT_OQ));
+    const __m256d ta = _mm256_mul_pd(_mm256_loadu_pd(geo.share_a + k), sep);
+    const __m256d tb = _mm256_mul_pd(_mm256_loadu_pd(geo.share_b + k), sep);
+    const __m256d xa2 = _mm256_blendv_pd(xa, _mm256_add_pd(xa, _mm256_mul_pd(ta, nx)), over);
+    const __m256d ya2 = _mm256_blendv_pd(ya, _mm256_add_pd(ya, _mm256_mul_pd(ta, ny)), over);
+    const __m256d xb2 = _mm256_blendv_pd(xb, _mm256_sub_pd(xb, _mm256_mul_pd(tb, nx)), over);
+    const __m256d yb2 = _mm256_blendv_pd(yb, _mm256_sub_pd(yb, _mm256_mul_pd(tb, ny)), over);
+    if (in.box) {
+      const __m256d walls = _mm256_or_pd(
+          _mm256_or_pd(outside(xa2, _mm256_add_pd(minx, ra), _mm256_sub_pd(maxx, ra)),
+                       outside(ya2, _mm256_add_pd(miny, ra), _mm256_sub_pd(maxy, ra))),
+          _mm256_or_pd(outside(xb2, _mm256_add_pd(minx, rb), _mm256_sub_pd(maxx, rb)),
+                       outside(yb2, _mm256_add_pd(miny, rb), _mm256_sub_pd(maxy, rb))));
+      if (_mm256_movemask_pd(_mm256_and_pd(walls, over)) != 0) {
+        for (std::size_t j = 0; j < 4; ++j) sum += push_one(in, k + j);
+        continue;
+      }
+    }
+    store_lanes(pos, p[0].a, p[1].a, p[2].a, p[3].a, xa2, ya2);
+    store_lanes(pos, p[0].b, p[1].b, p[2].b, p[3].b, xb2, yb2);
+    for (int j = 0; j < 4; ++j)
+      if (pushed >> j & 1) in.collided[k + j] = 1;
+    sum += static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(pushed))) +
+           kDeepPush * static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(_mm256_movemask_pd(deep))));
+  }
+  _mm256_zeroupper();  // the code after the lanes is not AVX (as in run_avx2)
+  done = k - k0;
+  return sum;
+}
+
+// Verlet's restitution (restitute_contacts), one contact: 1 where it changed
+// the pair's velocities.
+struct RestituteInput {
+  Vel v;
+  const Pair* pairs;
+  ContactFields geo;
+  const std::uint8_t* collided;
+  double restitution, resting;
+};
+inline std::uint64_t restitute_one(const RestituteInput& in, std::size_t k) {
+  if (!in.collided[k]) return 0u;
+  const ContactRef c = in.geo[k];
+  const double before = c.bounce;  // the approach before the push
+  const double target = before < -in.resting ? -in.restitution * before : 0.0;
+  const double un = normal_velocity(in.v, in.pairs[k], c);
+  const double du = target - un;
+  if (std::abs(du) <= 1e-12 * (std::abs(target) + std::abs(un))) return 0u;
+  push_velocity(in.v, in.pairs[k], c, du);
+  return 1u;
+}
+
+// restitute_one for contacts [k0, k0 + 4 floor((k1 - k0) / 4)) of one colour,
+// four at a time in AVX2 lanes with the same operations (the same bits).
+// Returns how many changed; `done` the contacts handled.
+[[gnu::target("avx2")]] std::uint64_t restitute_avx2(const RestituteInput& in, std::size_t k0, std::size_t k1,
+                                                     std::size_t& done) {
+  const ContactFields geo = in.geo;
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  const __m256d least = _mm256_set1_pd(-in.resting), e = _mm256_set1_pd(-in.restitution);
+  const __m256d tiny = _mm256_set1_pd(1e-12);
+  std::uint64_t sum = 0;
+  std::size_t k = k0;
+  for (; k + 4 <= k1; k += 4) {
+    std::uint32_t hit;
+    std::memcpy(&hit, in.collided + k, 4);
+    if (hit == 0) continue;
+    const Pair* p = in.pairs + k;
+    const __m256d mark = _mm256_castsi256_pd(_mm256_cmpgt_epi64(
+        _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(static_cast<int>(hit))), _mm256_setzero_si256()));
+    __m256d vax, vay, vbx, vby;
+    load_lanes(in.v, p[0].a, p[1].a, p[2].a, p[3].a, vax, vay);
+    load_lanes(in.v, p[0].b, p[1].b, p[2].b, p[3].b, vbx, vby);
+    const __m256d nx = _mm256_loadu_pd(geo.nx + k), ny = _mm256_loadu_pd(geo.ny + k);
+    const __m256d before = _mm256_loadu_pd(geo.bounce + k);
+    const __m256d target =
+        _mm256_and_pd(_mm256_cmp_pd(before, least, _CMP_LT_OQ), _mm256_mul_pd(e, before));
+    const __m256d un =
+        _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(vbx, vax), nx), _mm256_mul_pd(_mm256_sub_pd(vby, vay), ny));
+    const __m256d du = _mm256_sub_pd(target, un);
+    const __m256d small = _mm256_cmp_pd(
+        _mm256_andnot_pd(sign, du),
+        _mm256_mul_pd(tiny, _mm256_add_pd(_mm256_andnot_pd(sign, target), _mm256_andnot_pd(sign, un))), _CMP_LE_OQ);
+    const __m256d act = _mm256_andnot_pd(small, mark);
+    const int acted = _mm256_movemask_pd(act);
+    if (acted == 0) continue;
+    const __m256d ta = _mm256_mul_pd(_mm256_loadu_pd(geo.share_a + k), du);
+    const __m256d tb = _mm256_mul_pd(_mm256_loadu_pd(geo.share_b + k), du);
+    store_lanes(in.v, p[0].a, p[1].a, p[2].a, p[3].a,
+                _mm256_blendv_pd(vax, _mm256_sub_pd(vax, _mm256_mul_pd(ta, nx)), act),
+                _mm256_blendv_pd(vay, _mm256_sub_pd(vay, _mm256_mul_pd(ta, ny)), act));
+    store_lanes(in.v, p[0].b, p[1].b, p[2].b, p[3].b,
+                _mm256_blendv_pd(vbx, _mm256_add_pd(vbx, _mm256_mul_pd(tb, nx)), act),
+                _mm256_blendv_pd(vby, _mm256_add_pd(vby, _mm256_mul_pd(tb, ny)), act));
+    sum += static_cast<std::uint64_t>(std::popcount(static_cast<unsigned>(acted)));
+  }
+  _mm256_zeroupper();  // the code after the lanes is not AVX (as in run_avx2)
+  done = k - k0;
+  return sum;
+}
+
+// Runs one(k) for every contact, colour by colour (a colour's runs in
+// parallel), the independent runs four contacts at a time in lanes (lanes(k0,
+// k1, done)) where the processor has them. Returns the sum of the results.
+template <class One, class Lanes>
+std::uint64_t for_colours_lanes(const Contacts& cs, One&& one, Lanes&& lanes) {
+  std::atomic<std::uint64_t> sum{0};
+  const bool simd = simd_in_use();
+  for_colour_runs<kGrain>(cs, [&](std::size_t k0, std::size_t k1, bool independent) {
+    std::uint64_t count = 0;
+    std::size_t k = k0;
+    if (simd && independent) {
+      std::size_t done = 0;
+      count += lanes(k0, k1, done);
+      k += done;
+    }
+    for (; k < k1; ++k) count += one(k);
+    if (count) sum.fetch_add(count, std::memory_order_relaxed);
+  });
+  return sum.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
 std::uint64_t push_contacts(BodyStore& b, Contacts& cs, const Bounds& bounds, int iterations) {
-  const Bounds* const box = bounds.walled ? &bounds : nullptr;
-  const ContactFields geo = cs.geometry.data();
-  const Pair* const pairs = cs.pairs.data();
-  std::uint8_t* const collided = cs.collided.data();
-  double* const x = b.x.data();
-  double* const y = b.y.data();
-  const double* const r = b.r.data();
   // The normals are from where the bodies were at the start of the substep
   // (collide, VerletStart): a pair that the predicted motion carried past
   // (or onto) each other is pushed back the way it came, never through.
+  const PushInput in{cs.pairs.data(), cs.geometry.data(), cs.collided.data(), b.x.data(), b.y.data(), b.r.data(),
+                     bounds.walled ? &bounds : nullptr};
   // The user's passes, then more (up to kDeepPasses in all) while a pass
   // still finds a pair overlapping by more than kDeepOverlap of its smaller
   // radius: at low settings a tall pile would otherwise sink into itself
   // (each pass carries a push about one layer down). A pass returns the
-  // pairs it pushed, plus 2^32 for each deep one.
-  constexpr std::uint64_t kDeep = std::uint64_t{1} << 32;
+  // pairs it pushed, plus kDeepPush for each deep one.
   const int passes = std::max(iterations, kDeepPasses);
   cs.push_passes = 0;
   for (int it = 0; it < passes; ++it) {
-    const std::uint64_t moved = for_colours(cs, [&](std::size_t k) -> std::uint64_t {
-      const Pair p = pairs[k];
-      const ContactRef c = geo[k];
-      const double reach = r[p.a] + r[p.b];
-      const double sep = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - reach;
-      if (!(sep < 0.0)) return 0u;
-      const std::uint64_t deep = sep < -kDeepOverlap * std::min(r[p.a], r[p.b]) ? kDeep : 0u;
-      x[p.a] += c.share_a * sep * c.nx;
-      y[p.a] += c.share_a * sep * c.ny;
-      x[p.b] -= c.share_b * sep * c.nx;
-      y[p.b] -= c.share_b * sep * c.ny;
-      if (box) {
-        // A wall holds a body it clamps: the other body takes that share
-        // (else the wall would push it back into overlap after the passes).
-        const double xa = x[p.a], ya = y[p.a], xb = x[p.b], yb = y[p.b];
-        clamp_into(x[p.a], y[p.a], r[p.a], *box);
-        clamp_into(x[p.b], y[p.b], r[p.b], *box);
-        const bool held_a = x[p.a] != xa || y[p.a] != ya, held_b = x[p.b] != xb || y[p.b] != yb;
-        if (held_a != held_b) {
-          const double rest = (x[p.b] - x[p.a]) * c.nx + (y[p.b] - y[p.a]) * c.ny - reach;
-          if (rest < 0.0) {
-            const std::uint32_t o = held_a ? p.b : p.a;
-            const double shift = held_a ? -rest : rest;
-            x[o] += shift * c.nx;
-            y[o] += shift * c.ny;
-            clamp_into(x[o], y[o], r[o], *box);
-          }
-        }
-      }
-      collided[k] = 1;
-      return 1u + deep;
-    });
+    const std::uint64_t moved = for_colours_lanes(
+        cs, [&](std::size_t k) { return push_one(in, k); },
+        [&](std::size_t k0, std::size_t k1, std::size_t& done) { return push_avx2(in, k0, k1, done); });
     cs.push_passes = it + 1;
-    if (moved == 0 || (it + 1 >= iterations && moved < kDeep)) break;
+    if (moved == 0 || (it + 1 >= iterations && moved < kDeepPush)) break;
   }
   std::uint64_t count = 0;
-  for (std::size_t k = 0; k < cs.size(); ++k) count += collided[k];
+  for (std::size_t k = 0; k < cs.size(); ++k) count += cs.collided[k];
   return count;
 }
 
 void restitute_contacts(BodyStore& b, Contacts& cs, double restitution, double resting, int iterations, bool events) {
-  const Vel v{b.vx.data(), b.vy.data()};
-  const ContactFields geo = cs.geometry.data();
-  const Pair* const pairs = cs.pairs.data();
-  const std::uint8_t* const collided = cs.collided.data();
+  const RestituteInput in{Vel{b.vx.data(), b.vy.data()}, cs.pairs.data(), cs.geometry.data(), cs.collided.data(),
+                          restitution, resting};
   // As many passes as the push made (it may have made more than asked for).
   const int passes = std::max(iterations, cs.push_passes);
   for (int it = 0; it < passes; ++it) {
-    const std::uint64_t changed = for_colours(cs, [&](std::size_t k) -> std::uint32_t {
-      if (!collided[k]) return 0u;
-      const ContactRef c = geo[k];
-      const double before = c.bounce;  // the approach before the push
-      const double target = before < -resting ? -restitution * before : 0.0;
-      const double un = normal_velocity(v, pairs[k], c);
-      const double du = target - un;
-      if (std::abs(du) <= 1e-12 * (std::abs(target) + std::abs(un))) return 0u;
-      push_velocity(v, pairs[k], c, du);
-      return 1u;
-    });
+    const std::uint64_t changed = for_colours_lanes(
+        cs, [&](std::size_t k) { return restitute_one(in, k); },
+        [&](std::size_t k0, std::size_t k1, std::size_t& done) { return restitute_avx2(in, k0, k1, done); });
     if (changed == 0) break;
   }
+  const ContactFields geo = cs.geometry.data();
+  const std::uint8_t* const collided = cs.collided.data();
   // The whole change of the substep, for the events (nothing else reads it:
   // the next collide writes every contact again). Each contact alone: no
   // colours.
