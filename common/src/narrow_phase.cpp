@@ -134,6 +134,19 @@ inline std::size_t set_normal_gap(double dx, double dy, double reach, const Cont
   return c.sep < -kStiffFrom * reach ? 1 : 0;
 }
 
+// A contact's mass shares: a's share m_b / (m_a + m_b) of a relative
+// velocity change, b's m_a / (m_a + m_b); equal masses share by exactly 1/2
+// (m / 2m may not round to it).
+inline void set_shares(double ma, double mb, const ContactRef& c) {
+  if (ma == mb) {
+    c.share_a = c.share_b = 0.5;
+  } else {
+    const double inv = 1.0 / (ma + mb);
+    c.share_a = mb * inv;
+    c.share_b = ma * inv;
+  }
+}
+
 // The radius-weighted contact point of pair p.
 inline Vec2 contact_point(const double* x, const double* y, const double* r, Pair p, double reach) {
   return {(r[p.b] * x[p.a] + r[p.a] * x[p.b]) / reach, (r[p.b] * y[p.a] + r[p.a] * y[p.b]) / reach};
@@ -187,22 +200,14 @@ inline void write_contact(const ContactInput& in, const Pair* block, std::uint32
   c.reach = reach;
   c.va = in.slot ? in.slot[p.a] : p.a;
   c.vb = in.slot ? in.slot[p.b] : p.b;
-  // Equal masses share by exactly 1/2 (m / 2m may not round to it).
-  const double ma = m[p.a], mb = m[p.b];
-  if (ma == mb) {
-    c.share_a = c.share_b = 0.5;
-  } else {
-    const double inv = 1.0 / (ma + mb);
-    c.share_a = mb * inv;
-    c.share_b = ma * inv;
-  }
+  set_shares(m[p.a], m[p.b], c);
   out.accum[at] = warm_of(cand, warm_cand, warm_value, warm_size, cur.w);
   if (points) out.point[at] = contact_point(x, y, r, p, reach);
   out.pairs[at] = p;
   out.candidate[at] = cand;
 }
 
-// The mass shares of four pairs, as write_contact makes them: exactly 1/2
+// The mass shares of four pairs, as set_shares makes them: exactly 1/2
 // where the masses are equal, else m_b / (m_a + m_b) and m_a / (m_a + m_b).
 // Four pairs of equal masses (a pile or a gas of one kind of body) skip the
 // division.
@@ -311,14 +316,7 @@ inline void write_verlet_contact(const ContactInput& in, const VerletStart& s, P
     set_normal_gap(in.x[p.b] - in.x[p.a], in.y[p.b] - in.y[p.a], reach, c);
   }
   c.bounce = (s.vx[p.b] - s.vx[p.a]) * c.nx + (s.vy[p.b] - s.vy[p.a]) * c.ny;
-  const double ma = in.m[p.a], mb = in.m[p.b];
-  if (ma == mb) {
-    c.share_a = c.share_b = 0.5;
-  } else {
-    const double inv = 1.0 / (ma + mb);
-    c.share_a = mb * inv;
-    c.share_b = ma * inv;
-  }
+  set_shares(in.m[p.a], in.m[p.b], c);
   if (points) out.point[at] = contact_point(in.x, in.y, in.r, p, reach);
   out.pairs[at] = p;
   out.candidate[at] = cand;
