@@ -364,8 +364,9 @@ TEST(Determinism, SimdLanesGiveTheBitsOfOneContactAtATime) {
 
 // Verlet's narrow phase (each contact's normal from the substep's start
 // positions and its approach speed), its push and its restitution passes run
-// four contacts at a time in AVX2 lanes: the same operations as one contact
-// at a time, so the same bits. A falling pile in its box with mixed masses
+// four contacts at a time in AVX2 lanes, and its finish (the velocities the
+// motion implies) four bodies at a time: the same operations as one at a
+// time, so the same bits. A falling pile in its box with mixed masses
 // (shares other than 1/2), its events recorded (the contact points), and a
 // few bodies added exactly on others (a pair coincident at the start: the
 // normal at detection, one at a time even in the lanes; four pushes of which

@@ -184,57 +184,114 @@ double integrate_positions(BodyStore& b, const Params& p, double h, double resti
 
 double predict_positions(BodyStore& b, double h, std::span<double> px, std::span<double> py,
                          std::span<const float> xb, std::span<const float> yb, std::span<const float> scale) {
+  const bool lanes = simd_in_use();
   return max_over_blocks(b.size(), [&](std::size_t i0, std::size_t i1) {
-    double m = 0.0;
+    double* const xs = b.x.data();
+    double* const ys = b.y.data();
+    const double* const vxs = b.vx.data();
+    const double* const vys = b.vy.data();
     for (std::size_t i = i0; i < i1; ++i) {
-      px[i] = b.x[i];
-      py[i] = b.y[i];
-      const double x = b.x[i] + b.vx[i] * h;
-      const double y = b.y[i] + b.vy[i] * h;
-      b.x[i] = x;
-      b.y[i] = y;
-      const double dx = x - xb[i], dy = y - yb[i];
-      m = std::max(m, (dx * dx + dy * dy) * (scale.empty() ? 1.0 : static_cast<double>(scale[i])));
+      px[i] = xs[i];
+      py[i] = ys[i];
+      xs[i] += vxs[i] * h;
+      ys[i] += vys[i] * h;
     }
-    return m;
+    // While the block is in the cache: how far its bodies now are from
+    // their anchors (the rebuild test), in lanes.
+    return moved_in(b, xb, yb, scale, lanes, i0, i1);
   });
 }
+
+namespace {
+
+// finish_verlet for bodies [i0, i1), four at a time in AVX2 lanes with the
+// same operations, so the same bits, up to four of which one's push is past
+// max_push or one is at a wall (wall_axis would act): returns the first body
+// of those four (or i1, or the tail under four), from which the caller goes
+// on one at a time.
+[[gnu::target("avx2")]] std::size_t finish_avx2(double* xs, double* ys, const double* pxs, const double* pys,
+                                               double* vxs, double* vys, const double* rs, const Bounds& box,
+                                               double inv_h, double max_push, std::size_t i0, std::size_t i1) {
+  const __m256d ih = _mm256_set1_pd(inv_h), most = _mm256_set1_pd(max_push * max_push);
+  const __m256d xlo = _mm256_set1_pd(box.min.x), xhi = _mm256_set1_pd(box.max.x);
+  const __m256d ylo = _mm256_set1_pd(box.min.y), yhi = _mm256_set1_pd(box.max.y);
+  std::size_t i = i0;
+  for (; i + 4 <= i1; i += 4) {
+    const __m256d x = _mm256_loadu_pd(xs + i), y = _mm256_loadu_pd(ys + i);
+    const __m256d vx = _mm256_mul_pd(_mm256_sub_pd(x, _mm256_loadu_pd(pxs + i)), ih);
+    const __m256d vy = _mm256_mul_pd(_mm256_sub_pd(y, _mm256_loadu_pd(pys + i)), ih);
+    const __m256d pushx = _mm256_sub_pd(vx, _mm256_loadu_pd(vxs + i));
+    const __m256d pushy = _mm256_sub_pd(vy, _mm256_loadu_pd(vys + i));
+    const __m256d push2 = _mm256_add_pd(_mm256_mul_pd(pushx, pushx), _mm256_mul_pd(pushy, pushy));
+    __m256d odd = _mm256_cmp_pd(push2, most, _CMP_GT_OQ);
+    if (box.walled) {
+      // wall_axis's tests: x <= lo + r or x >= hi - r.
+      const __m256d r = _mm256_loadu_pd(rs + i);
+      odd = _mm256_or_pd(odd, _mm256_or_pd(_mm256_or_pd(_mm256_cmp_pd(x, _mm256_add_pd(xlo, r), _CMP_LE_OQ),
+                                                        _mm256_cmp_pd(x, _mm256_sub_pd(xhi, r), _CMP_GE_OQ)),
+                                           _mm256_or_pd(_mm256_cmp_pd(y, _mm256_add_pd(ylo, r), _CMP_LE_OQ),
+                                                        _mm256_cmp_pd(y, _mm256_sub_pd(yhi, r), _CMP_GE_OQ))));
+    }
+    if (_mm256_movemask_pd(odd) != 0) break;
+    _mm256_storeu_pd(vxs + i, vx);
+    _mm256_storeu_pd(vys + i, vy);
+  }
+  _mm256_zeroupper();  // as in moved_avx2
+  return i;
+}
+
+}  // namespace
 
 void finish_verlet(BodyStore& b, const Params& p, double h, double resting, double max_push,
                    std::span<const double> px, std::span<const double> py) {
   const Bounds box = p.bounds;
   const double e = p.restitution;
   const double inv_h = 1.0 / h;
+  const bool lanes = simd_in_use();
   for_blocks(b.size(), block_for(b.size()), [&](std::size_t i0, std::size_t i1, std::size_t) {
-    for (std::size_t i = i0; i < i1; ++i) {
-      double x = b.x[i], y = b.y[i];
-      // Velocity the motion implies. On an axis where a wall clamps the body,
-      // the wall answers the velocity the body brought (still in v: the
-      // pushes moved positions only) with restitution, not the push's: a body
-      // pushed into a wall by its neighbours must not bounce off it.
-      // The pushes' share of it, (x - (px + v h)) / h, at most max_push:
-      // a deep push (a tall pile at one substep) must not launch the body.
-      double vx = (x - px[i]) * inv_h;
-      double vy = (y - py[i]) * inv_h;
-      const double pushx = vx - b.vx[i], pushy = vy - b.vy[i];
-      const double push2 = pushx * pushx + pushy * pushy;
-      if (push2 > max_push * max_push) {
-        const double scale = max_push / std::sqrt(push2);
-        vx = b.vx[i] + pushx * scale;
-        vy = b.vy[i] + pushy * scale;
+    double* const xs = b.x.data();
+    double* const ys = b.y.data();
+    double* const vxs = b.vx.data();
+    double* const vys = b.vy.data();
+    const double* const rs = b.r.data();
+    // Four at a time up to four of which one is pushed hard or at a wall,
+    // those one at a time, and on.
+    for (std::size_t i = i0; i < i1;) {
+      if (lanes) {
+        i = finish_avx2(xs, ys, px.data(), py.data(), vxs, vys, rs, box, inv_h, max_push, i, i1);
+        if (i == i1) break;
       }
-      if (box.walled) {
-        double ux = b.vx[i], uy = b.vy[i];
-        const double x0 = x, y0 = y;
-        wall_axis(x, ux, b.r[i], box.min.x, box.max.x, e, resting);
-        wall_axis(y, uy, b.r[i], box.min.y, box.max.y, e, resting);
-        if (x != x0) vx = ux;
-        if (y != y0) vy = uy;
+      const std::size_t end = lanes ? std::min(i1, i + 4) : i1;
+      for (; i < end; ++i) {
+        double x = xs[i], y = ys[i];
+        // Velocity the motion implies. On an axis where a wall clamps the body,
+        // the wall answers the velocity the body brought (still in v: the
+        // pushes moved positions only) with restitution, not the push's: a body
+        // pushed into a wall by its neighbours must not bounce off it.
+        // The pushes' share of it, (x - (px + v h)) / h, at most max_push:
+        // a deep push (a tall pile at one substep) must not launch the body.
+        double vx = (x - px[i]) * inv_h;
+        double vy = (y - py[i]) * inv_h;
+        const double pushx = vx - vxs[i], pushy = vy - vys[i];
+        const double push2 = pushx * pushx + pushy * pushy;
+        if (push2 > max_push * max_push) {
+          const double scale = max_push / std::sqrt(push2);
+          vx = vxs[i] + pushx * scale;
+          vy = vys[i] + pushy * scale;
+        }
+        if (box.walled) {
+          double ux = vxs[i], uy = vys[i];
+          const double x0 = x, y0 = y;
+          wall_axis(x, ux, rs[i], box.min.x, box.max.x, e, resting);
+          wall_axis(y, uy, rs[i], box.min.y, box.max.y, e, resting);
+          if (x != x0) vx = ux;
+          if (y != y0) vy = uy;
+        }
+        xs[i] = x;
+        ys[i] = y;
+        vxs[i] = vx;
+        vys[i] = vy;
       }
-      b.x[i] = x;
-      b.y[i] = y;
-      b.vx[i] = vx;
-      b.vy[i] = vy;
     }
   });
 }
