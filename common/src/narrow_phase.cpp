@@ -8,7 +8,8 @@
 //         point and the warm value), colour by colour: in candidate order
 //         where the list is coloured; where it was left uncoloured (a gas),
 //         coloured here by the list's greedy rule in candidate order, and
-//         written at their places in colour order;
+//         written at their places in colour order (Verlet: only what its
+//         push and restitution read, the normal from the substep's start);
 //         the wall contacts (bodies within the speculative distance of a wall),
 //         per block, in storage order.
 //
