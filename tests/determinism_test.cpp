@@ -399,6 +399,47 @@ TEST(Determinism, VerletSimdLanesGiveTheBitsOfOneContactAtATime) {
   EXPECT_GT(events, 1000u) << "too few pushes to exercise the lanes";
 }
 
+// Where every body has one radius, the narrow phase's lanes find the
+// contacts without loading the radii (one reach for all: the same bits). A
+// pile of equal bodies, lanes against one at a time after every step, both
+// solvers; then a body three times as large lands on it, and the lanes must
+// load the radii again (the list is rebuilt for the new body).
+TEST(Determinism, OneRadiusLanesGiveTheBitsOfOneContactAtATime) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this processor: only the scalar test runs";
+  for (const Solver solver : {Solver::kDiscrete, Solver::kVerlet}) {
+    Gas g = make_falling_pile(2000, 0.5, 0.5, 1.2);
+    g.params.solver = solver;
+    World lanes = make_world(g, 2), scalar = make_world(g, 2);
+    const Bounds box = g.params.bounds;
+    std::uint64_t contacts = 0;
+    for (int s = 0; s < 120; ++s) {
+      if (s == 60) {
+        BodyDesc big;
+        big.radius = 1.5;
+        big.position = {0.5 * (box.min.x + box.max.x), 0.5 * (box.min.y + box.max.y)};
+        ASSERT_TRUE(lanes.add_body(big).ok());
+        ASSERT_TRUE(scalar.add_body(big).ok());
+      }
+      detail::allow_simd(true);
+      lanes.step();
+      detail::allow_simd(false);
+      scalar.step();
+      detail::allow_simd(true);
+      ASSERT_EQ(lanes.state_hash(), scalar.state_hash()) << "first difference after step " << s + 1;
+      ASSERT_EQ(lanes.stats().contacts, scalar.stats().contacts) << "step " << s + 1;
+      contacts += lanes.stats().contacts;
+    }
+    EXPECT_GT(contacts, 120u * 1000u) << "too few contacts to exercise the lanes";
+    // The big body landed on the pile: it has neighbours within reach.
+    const auto v = lanes.bodies();
+    const std::size_t last = v.size() - 1;
+    std::size_t touching = 0;
+    for (std::size_t i = 0; i < last; ++i)
+      if (std::hypot(v.x[i] - v.x[last], v.y[i] - v.y[last]) < v.radius[i] + v.radius[last] + 0.05) ++touching;
+    EXPECT_GE(touching, 2u) << "the large body never reached the pile";
+  }
+}
+
 // Where the first impact pass fires many contacts and the velocity passes
 // are shared, the impact passes after it are shared among the threads too
 // (ImpactPass::shared in resolve.cpp). With the threshold lowered so that it

@@ -81,6 +81,10 @@ void DiscreteSolver::rebuild_pairs(const BodyStore& b, double dt, bool may_colou
   // coloured.
   BodyRange range = anchors.anchor(b, dt, held, may_colour_contacts);
   rmin = n > 0 ? range.rmin : 1.0;
+  // Bodies of one radius (a gas, a pile of marbles, the lattice): the
+  // narrow phase's test need not load the radii. Radii change only with the
+  // bodies, and an edit of those rebuilds the list before the next collide.
+  same_radius = n > 0 && range.rmin == range.rmax ? range.rmin : 0.0;
   const bool per_contact = anchors.contact_colours();
   // The last substep's contacts are rewritten by the next collide anyway.
   if (n >= kReleaseScratchAt) contacts.release();

@@ -27,6 +27,7 @@ struct DiscreteSolver {
   Colouring colouring;
   double speculative = 0.0;    // pairs and walls closer than this are contacts (m)
   double rmin = 1.0;           // smallest radius at the last rebuild (m)
+  double same_radius = 0.0;    // every body's radius at the last rebuild where all are equal, else 0 (collide)
   Contacts contacts;
   // The next substep's contacts, made while this one's relax runs (World's
   // step: a small world whose passes run on one thread); swapped with

@@ -67,17 +67,21 @@ inline bool is_contact(const double* x, const double* y, const double* r, Pair p
 
 // Appends to `hits` the offset k of each candidate of the block, in order,
 // that is a contact (is_contact): four at a time in lanes, with the same
-// operations as one at a time, the last few one at a time.
+// operations as one at a time, the last few one at a time. Where every body
+// has radius `same` (> 0), r_a + r_b + speculative is one value: the radii
+// are not loaded (two of the six loads of four candidates; the same bits).
 [[gnu::target("avx2")]] void contact_candidates_avx2(const double* x, const double* y, const double* r,
                                                      const Pair* block, std::size_t size, double speculative,
-                                                     std::vector<std::uint32_t>& hits) {
+                                                     double same, std::vector<std::uint32_t>& hits) {
   const __m256d spec = _mm256_set1_pd(speculative);
+  const __m256d same_near = _mm256_set1_pd(same + same + speculative);
   std::size_t k = 0;
   for (; k + 4 <= size; k += 4) {
     const Pair* p = block + k;
     const __m256d dx = _mm256_sub_pd(lanes_b(x, p), lanes_a(x, p));
     const __m256d dy = _mm256_sub_pd(lanes_b(y, p), lanes_a(y, p));
-    const __m256d near = _mm256_add_pd(_mm256_add_pd(lanes_a(r, p), lanes_b(r, p)), spec);
+    const __m256d near =
+        same > 0.0 ? same_near : _mm256_add_pd(_mm256_add_pd(lanes_a(r, p), lanes_b(r, p)), spec);
     const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
     for (int bits = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_mul_pd(near, near), _CMP_LT_OQ)); bits != 0;
          bits &= bits - 1)
@@ -478,7 +482,7 @@ std::uint64_t contact_colourings() { return contact_colouring_runs.load(std::mem
 std::uint64_t contacts_made_ahead(bool per_contact) { return made_ahead[per_contact ? 1 : 0].load(std::memory_order_relaxed); }
 
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
-                      double speculative, bool points, Contacts& out, const VerletStart* start) {
+                      double speculative, bool points, Contacts& out, const VerletStart* start, double same_radius) {
   const std::size_t nb = candidates.blocks.size();
   const double* const x = b.x.data();
   const double* const y = b.y.data();
@@ -490,13 +494,13 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   // (four at a time in lanes where the processor has them), keeping the
   // list of the collide before.
   const bool lanes = simd_in_use();
-  for_blocks(nb, 1, [&, x, y, r, speculative](std::size_t blk, std::size_t, std::size_t) {
+  for_blocks(nb, 1, [&, x, y, r, speculative, same_radius](std::size_t blk, std::size_t, std::size_t) {
     const Pair* const block = candidates.blocks[blk].data();
     const std::size_t size = candidates.blocks[blk].size();
     std::vector<std::uint32_t>& hits = out.block_contacts[blk].hits;
     std::swap(hits, out.block_contacts[blk].last_hits);
     hits.clear();
-    if (lanes) return contact_candidates_avx2(x, y, r, block, size, speculative, hits);
+    if (lanes) return contact_candidates_avx2(x, y, r, block, size, speculative, same_radius, hits);
     for (std::size_t k = 0; k < size; ++k)
       if (is_contact(x, y, r, block[k], speculative)) hits.push_back(static_cast<std::uint32_t>(k));
   });

@@ -391,8 +391,11 @@ struct VerletStart {
 /// (Verlet), only what the push and restitution read: each normal from the
 /// positions at `start` (at detection where the pair coincided there), the
 /// approach along it (`bounce`), the mass shares, the pair and the point.
+/// `same_radius` (> 0): every body has this radius, so the test that finds
+/// the contacts among the candidates does not load the radii.
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
-                      double speculative, bool points, Contacts& contacts, const VerletStart* start = nullptr);
+                      double speculative, bool points, Contacts& contacts, const VerletStart* start = nullptr,
+                      double same_radius = 0.0);
 
 /// The warm values of contacts `ahead` made by collide while `from`, the
 /// substep before's, were still being relaxed (ahead carried no warm values

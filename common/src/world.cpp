@@ -489,7 +489,7 @@ void WorldState::step_substeps(StepStats& st) {
     if (!collided_ahead) {
       const VerletStart start{d.px.data(), d.py.data(), bodies.vx.data(), bodies.vy.data()};
       st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts,
-                             verlet ? &start : nullptr);
+                             verlet ? &start : nullptr, d.same_radius);
     }
     if (!verlet) collide_walls(bodies, p.bounds, d.speculative, d.walls, d.contacts.slots());
     st.seconds.collide += seconds_since(t);
@@ -564,7 +564,8 @@ void WorldState::step_substeps(StepStats& st) {
           if (d.anchors.needs_rebuild(repaired ? 0.0 : moved_after_move)) return;
           t0 = Clock::now();
         }
-        made = collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.ahead);
+        made = collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.ahead, nullptr,
+                       d.same_radius);
         collide_seconds = seconds_since(t0);
         collided = true;
       });
