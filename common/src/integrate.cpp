@@ -49,6 +49,39 @@ inline void wall_axis(double& x, double& v, double r, double lo, double hi, doub
 // so the same bits; a body that meets a wall is left to the one-at-a-time
 // code. These loops are a sixth of a gas's step on one thread.
 
+// The box's walls in lanes, and which of four bodies (x, y, r) wall_axis
+// would act on: x <= lo + r or x >= hi - r on either axis.
+struct WallLanes {
+  __m256d xlo, xhi, ylo, yhi;
+};
+[[gnu::target("avx2"), gnu::always_inline]] inline WallLanes wall_lanes(const Bounds& box) {
+  return {_mm256_set1_pd(box.min.x), _mm256_set1_pd(box.max.x), _mm256_set1_pd(box.min.y),
+          _mm256_set1_pd(box.max.y)};
+}
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d at_wall(__m256d x, __m256d y, __m256d r,
+                                                                  const WallLanes& w) {
+  return _mm256_or_pd(_mm256_or_pd(_mm256_cmp_pd(x, _mm256_add_pd(w.xlo, r), _CMP_LE_OQ),
+                                   _mm256_cmp_pd(x, _mm256_sub_pd(w.xhi, r), _CMP_GE_OQ)),
+                      _mm256_or_pd(_mm256_cmp_pd(y, _mm256_add_pd(w.ylo, r), _CMP_LE_OQ),
+                                   _mm256_cmp_pd(y, _mm256_sub_pd(w.yhi, r), _CMP_GE_OQ)));
+}
+
+// Bodies [i0, i1): four_lanes(i) handles bodies from i four at a time and
+// returns where it stopped (a four it leaves to one at a time, the tail, or
+// i1); those four go through one(i) one at a time, and the lanes go on.
+// Without lanes, one(i) for all.
+template <class Lanes, class One>
+void four_then_one(bool lanes, std::size_t i0, std::size_t i1, Lanes&& four_lanes, One&& one) {
+  for (std::size_t i = i0; i < i1;) {
+    if (lanes) {
+      i = four_lanes(i);
+      if (i == i1) break;
+    }
+    const std::size_t end = lanes ? std::min(i1, i + 4) : i1;
+    for (; i < end; ++i) one(i);
+  }
+}
+
 // The largest (scaled) squared distance from their anchors of bodies
 // [i0, i1) taken four at a time, into m (the maximum is exact: any order gives
 // it); returns the first body of the tail under four, which the caller takes
@@ -79,22 +112,12 @@ inline void wall_axis(double& x, double& v, double r, double lo, double hi, doub
                                              const double* rs, const Bounds& box, double h, std::size_t i0,
                                              std::size_t i1) {
   const __m256d h4 = _mm256_set1_pd(h);
-  const __m256d xlo = _mm256_set1_pd(box.min.x), xhi = _mm256_set1_pd(box.max.x);
-  const __m256d ylo = _mm256_set1_pd(box.min.y), yhi = _mm256_set1_pd(box.max.y);
+  const WallLanes walls = wall_lanes(box);
   std::size_t i = i0;
   for (; i + 4 <= i1; i += 4) {
     const __m256d x = _mm256_add_pd(_mm256_loadu_pd(xs + i), _mm256_mul_pd(_mm256_loadu_pd(vxs + i), h4));
     const __m256d y = _mm256_add_pd(_mm256_loadu_pd(ys + i), _mm256_mul_pd(_mm256_loadu_pd(vys + i), h4));
-    if (box.walled) {
-      // wall_axis's tests: x <= lo + r or x >= hi - r.
-      const __m256d r = _mm256_loadu_pd(rs + i);
-      const __m256d hit =
-          _mm256_or_pd(_mm256_or_pd(_mm256_cmp_pd(x, _mm256_add_pd(xlo, r), _CMP_LE_OQ),
-                                    _mm256_cmp_pd(x, _mm256_sub_pd(xhi, r), _CMP_GE_OQ)),
-                       _mm256_or_pd(_mm256_cmp_pd(y, _mm256_add_pd(ylo, r), _CMP_LE_OQ),
-                                    _mm256_cmp_pd(y, _mm256_sub_pd(yhi, r), _CMP_GE_OQ)));
-      if (_mm256_movemask_pd(hit) != 0) break;
-    }
+    if (box.walled && _mm256_movemask_pd(at_wall(x, y, _mm256_loadu_pd(rs + i), walls)) != 0) break;
     _mm256_storeu_pd(xs + i, x);
     _mm256_storeu_pd(ys + i, y);
   }
@@ -159,23 +182,18 @@ double integrate_positions(BodyStore& b, const Params& p, double h, double resti
     double* const vys = b.vy.data();
     const double* const rs = b.r.data();
     // Four at a time up to four that meet a wall, those one at a time, and on.
-    for (std::size_t i = i0; i < i1;) {
-      if (lanes) {
-        i = move_avx2(xs, ys, vxs, vys, rs, box, h, i, i1);
-        if (i == i1) break;
-      }
-      const std::size_t end = lanes ? std::min(i1, i + 4) : i1;
-      for (; i < end; ++i) {
-        double x = xs[i] + vxs[i] * h;
-        double y = ys[i] + vys[i] * h;
-        if (box.walled) {
-          wall_axis(x, vxs[i], rs[i], box.min.x, box.max.x, e, resting);
-          wall_axis(y, vys[i], rs[i], box.min.y, box.max.y, e, resting);
-        }
-        xs[i] = x;
-        ys[i] = y;
-      }
-    }
+    four_then_one(
+        lanes, i0, i1, [&](std::size_t i) { return move_avx2(xs, ys, vxs, vys, rs, box, h, i, i1); },
+        [&](std::size_t i) {
+          double x = xs[i] + vxs[i] * h;
+          double y = ys[i] + vys[i] * h;
+          if (box.walled) {
+            wall_axis(x, vxs[i], rs[i], box.min.x, box.max.x, e, resting);
+            wall_axis(y, vys[i], rs[i], box.min.y, box.max.y, e, resting);
+          }
+          xs[i] = x;
+          ys[i] = y;
+        });
     // While the block is in the cache: how far its bodies now are from
     // their anchors (the next substep's rebuild test).
     return moved_in(b, xb, yb, scale, lanes, i0, i1);
@@ -213,8 +231,7 @@ namespace {
                                                double* vxs, double* vys, const double* rs, const Bounds& box,
                                                double inv_h, double max_push, std::size_t i0, std::size_t i1) {
   const __m256d ih = _mm256_set1_pd(inv_h), most = _mm256_set1_pd(max_push * max_push);
-  const __m256d xlo = _mm256_set1_pd(box.min.x), xhi = _mm256_set1_pd(box.max.x);
-  const __m256d ylo = _mm256_set1_pd(box.min.y), yhi = _mm256_set1_pd(box.max.y);
+  const WallLanes walls = wall_lanes(box);
   std::size_t i = i0;
   for (; i + 4 <= i1; i += 4) {
     const __m256d x = _mm256_loadu_pd(xs + i), y = _mm256_loadu_pd(ys + i);
@@ -224,14 +241,7 @@ namespace {
     const __m256d pushy = _mm256_sub_pd(vy, _mm256_loadu_pd(vys + i));
     const __m256d push2 = _mm256_add_pd(_mm256_mul_pd(pushx, pushx), _mm256_mul_pd(pushy, pushy));
     __m256d odd = _mm256_cmp_pd(push2, most, _CMP_GT_OQ);
-    if (box.walled) {
-      // wall_axis's tests: x <= lo + r or x >= hi - r.
-      const __m256d r = _mm256_loadu_pd(rs + i);
-      odd = _mm256_or_pd(odd, _mm256_or_pd(_mm256_or_pd(_mm256_cmp_pd(x, _mm256_add_pd(xlo, r), _CMP_LE_OQ),
-                                                        _mm256_cmp_pd(x, _mm256_sub_pd(xhi, r), _CMP_GE_OQ)),
-                                           _mm256_or_pd(_mm256_cmp_pd(y, _mm256_add_pd(ylo, r), _CMP_LE_OQ),
-                                                        _mm256_cmp_pd(y, _mm256_sub_pd(yhi, r), _CMP_GE_OQ))));
-    }
+    if (box.walled) odd = _mm256_or_pd(odd, at_wall(x, y, _mm256_loadu_pd(rs + i), walls));
     if (_mm256_movemask_pd(odd) != 0) break;
     _mm256_storeu_pd(vxs + i, vx);
     _mm256_storeu_pd(vys + i, vy);
@@ -256,43 +266,41 @@ void finish_verlet(BodyStore& b, const Params& p, double h, double resting, doub
     const double* const rs = b.r.data();
     // Four at a time up to four of which one is pushed hard or at a wall,
     // those one at a time, and on.
-    for (std::size_t i = i0; i < i1;) {
-      if (lanes) {
-        i = finish_avx2(xs, ys, px.data(), py.data(), vxs, vys, rs, box, inv_h, max_push, i, i1);
-        if (i == i1) break;
-      }
-      const std::size_t end = lanes ? std::min(i1, i + 4) : i1;
-      for (; i < end; ++i) {
-        double x = xs[i], y = ys[i];
-        // Velocity the motion implies. On an axis where a wall clamps the body,
-        // the wall answers the velocity the body brought (still in v: the
-        // pushes moved positions only) with restitution, not the push's: a body
-        // pushed into a wall by its neighbours must not bounce off it.
-        // The pushes' share of it, (x - (px + v h)) / h, at most max_push:
-        // a deep push (a tall pile at one substep) must not launch the body.
-        double vx = (x - px[i]) * inv_h;
-        double vy = (y - py[i]) * inv_h;
-        const double pushx = vx - vxs[i], pushy = vy - vys[i];
-        const double push2 = pushx * pushx + pushy * pushy;
-        if (push2 > max_push * max_push) {
-          const double scale = max_push / std::sqrt(push2);
-          vx = vxs[i] + pushx * scale;
-          vy = vys[i] + pushy * scale;
-        }
-        if (box.walled) {
-          double ux = vxs[i], uy = vys[i];
-          const double x0 = x, y0 = y;
-          wall_axis(x, ux, rs[i], box.min.x, box.max.x, e, resting);
-          wall_axis(y, uy, rs[i], box.min.y, box.max.y, e, resting);
-          if (x != x0) vx = ux;
-          if (y != y0) vy = uy;
-        }
-        xs[i] = x;
-        ys[i] = y;
-        vxs[i] = vx;
-        vys[i] = vy;
-      }
-    }
+    four_then_one(
+        lanes, i0, i1,
+        [&](std::size_t i) {
+          return finish_avx2(xs, ys, px.data(), py.data(), vxs, vys, rs, box, inv_h, max_push, i, i1);
+        },
+        [&](std::size_t i) {
+          double x = xs[i], y = ys[i];
+          // Velocity the motion implies. On an axis where a wall clamps the body,
+          // the wall answers the velocity the body brought (still in v: the
+          // pushes moved positions only) with restitution, not the push's: a body
+          // pushed into a wall by its neighbours must not bounce off it.
+          // The pushes' share of it, (x - (px + v h)) / h, at most max_push:
+          // a deep push (a tall pile at one substep) must not launch the body.
+          double vx = (x - px[i]) * inv_h;
+          double vy = (y - py[i]) * inv_h;
+          const double pushx = vx - vxs[i], pushy = vy - vys[i];
+          const double push2 = pushx * pushx + pushy * pushy;
+          if (push2 > max_push * max_push) {
+            const double scale = max_push / std::sqrt(push2);
+            vx = vxs[i] + pushx * scale;
+            vy = vys[i] + pushy * scale;
+          }
+          if (box.walled) {
+            double ux = vxs[i], uy = vys[i];
+            const double x0 = x, y0 = y;
+            wall_axis(x, ux, rs[i], box.min.x, box.max.x, e, resting);
+            wall_axis(y, uy, rs[i], box.min.y, box.max.y, e, resting);
+            if (x != x0) vx = ux;
+            if (y != y0) vy = uy;
+          }
+          xs[i] = x;
+          ys[i] = y;
+          vxs[i] = vx;
+          vys[i] = vy;
+        });
   });
 }
 

@@ -180,18 +180,33 @@ void for_colour_runs(const Contacts& cs, Fn&& fn) {
   }
 }
 
-// Runs fn(k) for every contact k, colour by colour; the contacts of a colour
-// in parallel (they share no body: any split, same bits). The overflow colour
-// runs in order on one thread. Returns the sum of fn's results.
-template <class Fn>
-std::uint64_t for_colours(const Contacts& cs, Fn&& fn) {
+// Runs one(k) for every contact k, colour by colour; the contacts of a
+// colour in parallel (they share no body: any split, same bits), the runs
+// that share no body four contacts at a time in lanes (lanes(k0, k1, done):
+// the same results; it says in `done` how many it took) where the processor
+// has them. The overflow colour runs in order on one thread, one at a time.
+// Returns the sum of the results.
+template <class One, class Lanes>
+std::uint64_t for_colours_lanes(const Contacts& cs, One&& one, Lanes&& lanes) {
   std::atomic<std::uint64_t> sum{0};
-  for_colour_runs<kGrain>(cs, [&](std::size_t k0, std::size_t k1, bool) {
+  const bool simd = simd_in_use();
+  for_colour_runs<kGrain>(cs, [&](std::size_t k0, std::size_t k1, bool independent) {
     std::uint64_t count = 0;
-    for (std::size_t k = k0; k < k1; ++k) count += fn(k);
+    std::size_t k = k0;
+    if (simd && independent) {
+      std::size_t done = 0;
+      count += lanes(k0, k1, done);
+      k += done;
+    }
+    for (; k < k1; ++k) count += one(k);
     if (count) sum.fetch_add(count, std::memory_order_relaxed);
   });
   return sum.load(std::memory_order_relaxed);
+}
+// The same, one contact at a time only.
+template <class Fn>
+std::uint64_t for_colours(const Contacts& cs, Fn&& fn) {
+  return for_colours_lanes(cs, fn, [](std::size_t, std::size_t, std::size_t&) -> std::uint64_t { return 0; });
 }
 
 // Runs fn(wall contact) for every wall contact, blocks in parallel (a body's
@@ -1639,27 +1654,6 @@ inline std::uint64_t restitute_one(const RestituteInput& in, std::size_t k) {
   _mm256_zeroupper();  // the code after the lanes is not AVX (as in run_avx2)
   done = k - k0;
   return sum;
-}
-
-// Runs one(k) for every contact, colour by colour (a colour's runs in
-// parallel), the independent runs four contacts at a time in lanes (lanes(k0,
-// k1, done)) where the processor has them. Returns the sum of the results.
-template <class One, class Lanes>
-std::uint64_t for_colours_lanes(const Contacts& cs, One&& one, Lanes&& lanes) {
-  std::atomic<std::uint64_t> sum{0};
-  const bool simd = simd_in_use();
-  for_colour_runs<kGrain>(cs, [&](std::size_t k0, std::size_t k1, bool independent) {
-    std::uint64_t count = 0;
-    std::size_t k = k0;
-    if (simd && independent) {
-      std::size_t done = 0;
-      count += lanes(k0, k1, done);
-      k += done;
-    }
-    for (; k < k1; ++k) count += one(k);
-    if (count) sum.fetch_add(count, std::memory_order_relaxed);
-  });
-  return sum.load(std::memory_order_relaxed);
 }
 
 }  // namespace
