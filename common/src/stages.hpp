@@ -322,6 +322,12 @@ struct SolveContext {
   double restitution = 1;
   double resting = 0;         // approach speeds at or below this do not bounce (m/s)
   double cascade_resting = 0;  // the same for impact passes after the first (kCascadeResting)
+  // A speculative contact that carries nothing and approaches faster than
+  // this when a soft pass reaches it is an impact the impact passes did not
+  // see: the soft pass leaves it to the next substep's (soft_accum). The
+  // resting speed in an elastic world (e = 1, whose energy is exact);
+  // infinite below, where the soft pass takes the blow as Box2D does.
+  double unseen_impact = 0;
   double max_push = 0;        // fastest the soft bias pushes overlapping bodies apart (m/s)
   Softness pair_soft, wall_soft;
   bool stiffen_deep = false;  // deep pairs get a stiffer spring this substep (set by solve_contacts)

@@ -12,6 +12,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <optional>
 #include <string>
@@ -424,6 +425,7 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.restitution = p.restitution;
   ctx.resting = resting;
   ctx.cascade_resting = p.restitution < 1.0 ? kCascadeResting * resting : resting;
+  ctx.unseen_impact = p.restitution < 1.0 ? std::numeric_limits<double>::infinity() : resting;
   ctx.iterations = p.iterations;
   ctx.bounds = p.bounds;
   // Box2D v3's soft contact (see contact_rate).
