@@ -426,6 +426,7 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.resting = resting;
   ctx.cascade_resting = p.restitution < 1.0 ? kCascadeResting * resting : resting;
   ctx.unseen_impact = p.restitution < 1.0 ? std::numeric_limits<double>::infinity() : resting;
+  const double parting = p.restitution < 1.0 ? -1.0 : resting;  // collide (leaves_parting)
   ctx.iterations = p.iterations;
   ctx.bounds = p.bounds;
   // Box2D v3's soft contact (see contact_rate).
@@ -491,7 +492,7 @@ void WorldState::step_substeps(StepStats& st) {
     if (!collided_ahead) {
       const VerletStart start{d.px.data(), d.py.data(), bodies.vx.data(), bodies.vy.data()};
       st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts,
-                             verlet ? &start : nullptr, d.same_radius);
+                             verlet ? &start : nullptr, d.same_radius, parting);
     }
     if (!verlet) collide_walls(bodies, p.bounds, d.speculative, d.walls, d.contacts.slots());
     st.seconds.collide += seconds_since(t);
@@ -522,7 +523,10 @@ void WorldState::step_substeps(StepStats& st) {
     // Where they are (below), the repair is made there too, on the other
     // thread, before them (not a restored list's: its repair rebuilds the
     // list, which reads the warm values relax writes).
-    const bool may_ahead = may_overlap && sub + 1 < p.substeps && !d.contacts.slotted;
+    // Not where the narrow phase reads the velocities relax writes
+    // (leaves_parting: an elastic gas's list).
+    const bool may_ahead = may_overlap && sub + 1 < p.substeps && !d.contacts.slotted &&
+                           !leaves_parting(d.colouring, nullptr, parting);
     const bool try_repair = !verlet && sub + 1 < p.substeps && d.anchors.far(moved_after_move);
     const bool repair_ahead = may_ahead && try_repair && d.anchors.restored() == nullptr &&
                               repair_ahead_allowed.load(std::memory_order_relaxed);
@@ -567,7 +571,7 @@ void WorldState::step_substeps(StepStats& st) {
           t0 = Clock::now();
         }
         made = collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.ahead, nullptr,
-                       d.same_radius);
+                       d.same_radius, parting);
         collide_seconds = seconds_since(t0);
         collided = true;
       });
