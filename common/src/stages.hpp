@@ -183,6 +183,7 @@ struct Contacts {
   std::vector<std::uint32_t> order;
   std::vector<std::uint64_t> colour_used;  // per body, all zero between calls
   std::vector<std::uint8_t> hit_colour;
+  std::vector<Pair> hit_pair;  // the contacts' pairs in candidate order (colour_contacts)
   std::size_t deep = 0;  // contacts overlapping deeper than kStiffFrom of their reach at detection
   // What the last collide into these contacts wrote them from: the pair
   // list (PairBlocks::generation) and the slots (null: storage indices).
