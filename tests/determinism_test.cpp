@@ -214,17 +214,18 @@ TEST_P(Determinism, OneAndFourThreadsAgreeAfterEveryStep) {
   }
 }
 
-// An elastic gas's narrow phase leaves out the speculative pairs that part,
-// reading the velocities: so its next contacts are not made while relax
-// (which writes them) runs. 1 thread against 4 after every step, with
-// collisions that turn parting pairs round (three and more bodies in a
-// substep).
-TEST(Determinism, ElasticGasLeavingPartingPairsOutAgreesBetweenOneAndFourThreads) {
+// An elastic gas's narrow phase leaves out the speculative pairs that miss
+// the substep, reading the velocities: so its next contacts are not made
+// while relax (which writes them) runs. 1 thread against 4 after every
+// step, with collisions that turn such pairs round (three and more bodies
+// in a substep).
+TEST(Determinism, ElasticGasLeavingMissesOutAgreesBetweenOneAndFourThreads) {
   Gas g = make_gas_scene(Solver::kDiscrete, 3000, 0.2, 1.45);
   g.params.restitution = 1.0;
   g.params.gravity = {0.0, 0.0};
   World w1 = make_world(g, 1), w4 = make_world(g, 4);
   std::uint64_t ahead = 0;
+  std::uint32_t most_rounds = 0;
   for (int s = 0; s < 100; ++s) {
     w1.step();
     const std::uint64_t before = detail::contacts_made_ahead(false) + detail::contacts_made_ahead(true);
@@ -233,8 +234,9 @@ TEST(Determinism, ElasticGasLeavingPartingPairsOutAgreesBetweenOneAndFourThreads
     ASSERT_EQ(w1.state_hash(), w4.state_hash()) << "first difference after step " << s + 1;
     ASSERT_EQ(w1.stats().contacts, w4.stats().contacts) << "step " << s + 1;
     ASSERT_EQ(w1.stats().collisions, w4.stats().collisions) << "step " << s + 1;
+    most_rounds = std::max(most_rounds, w1.stats().rounds);
   }
-  EXPECT_GT(w1.stats().rounds, 2u) << "no substep with bodies meeting three at a time";
+  EXPECT_GT(most_rounds, 2u) << "no substep with bodies meeting three at a time";
   EXPECT_EQ(ahead, 0u) << "contacts made while relax wrote the velocities they read";
 }
 

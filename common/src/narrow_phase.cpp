@@ -49,33 +49,41 @@ std::atomic<std::uint64_t> made_ahead[2] = {0, 0};
 std::atomic<bool> refresh_allowed{true};
 std::atomic<std::uint64_t> refreshes{0};  // take_warm: from candidate order, from a colour order
 
-// Where collide leaves out the speculative pairs that part (a gas's list,
-// Colouring::per_contact): the velocities it reads. Null: every pair within
-// reach is a contact.
-struct Parting {
+// Where collide leaves out the speculative pairs that miss the substep (an
+// elastic gas's list: leaves_misses): the velocities it reads, the resting
+// speed squared and the substep. Null: every pair within reach is a contact.
+struct Misses {
   const double* vx = nullptr;
   const double* vy = nullptr;
-  double speed2 = 0.0;  // the square of the speed they part faster than
+  double speed2 = 0.0;  // the square of the speed they move faster than (the resting speed)
+  double h = 0.0;       // the substep (s)
 };
 
 // collide's test: the squared distance below the squared reach plus the
-// speculative distance; with `parting`, a pair apart (beyond r_a + r_b) that
-// parts faster than its speed (u = (v_b - v_a) . (x_b - x_a) / d: u > 0 and
-// u^2 > speed^2, without the square root) is not a contact. In a gas (speed 0)
-// half of the speculative pairs part (at the 1M gas's step 20, 36 000 of the
-// 76 000 contacts); they can meet within the substep only where an impact
-// turns one of them, and then the next substep's impact pass takes them.
-// Bodies at rest on each other part slower than the resting speed and stay.
+// speculative distance. With `misses`, a pair apart (beyond r_a + r_b) is
+// not a contact where it moves along its normal faster than the resting
+// speed and does not meet within the substep: with u = (v_b - v_a).(x_b -
+// x_a) / d and the gap g = d - (r_a + r_b), u^2 > speed^2 and g + u h > 0,
+// multiplied through by d (c = u d, c^2 > speed^2 d^2 and g d + c h > 0;
+// one square root). In an elastic gas such a pair does nothing in the
+// substep: it parts, or it approaches and the soft pass leaves an approach
+// faster than the resting speed to the impacts (SolveContext::
+// unseen_impact). It meets within the substep only where an impact turns
+// it, and then the next substep's impact pass takes it. At the 1M gas's
+// step 20, 36 000 of the 76 000 contacts part and about 20 000 more
+// approach without meeting. Bodies at rest on each other move slower than
+// the resting speed and stay.
 inline bool is_contact(const double* x, const double* y, const double* r, Pair p, double speculative,
-                       Parting parting) {
+                       Misses misses) {
   const double dx = x[p.b] - x[p.a], dy = y[p.b] - y[p.a];
   const double reach = r[p.a] + r[p.b];
   const double near = reach + speculative;
   const double d2 = dx * dx + dy * dy;
   if (!(d2 < near * near)) return false;
-  if (parting.vx == nullptr || d2 <= reach * reach) return true;
-  const double closing = (parting.vx[p.b] - parting.vx[p.a]) * dx + (parting.vy[p.b] - parting.vy[p.a]) * dy;
-  return !(closing > 0.0 && closing * closing > parting.speed2 * d2);
+  if (misses.vx == nullptr || d2 <= reach * reach) return true;
+  const double c = (misses.vx[p.b] - misses.vx[p.a]) * dx + (misses.vy[p.b] - misses.vy[p.a]) * dy;
+  const double d = std::sqrt(d2);
+  return !(c * c > misses.speed2 * d2 && (d2 - reach * d) + c * misses.h > 0.0);
 }
 
 // Lanes of v at the first (second) bodies of four pairs.
@@ -93,11 +101,11 @@ inline bool is_contact(const double* x, const double* y, const double* r, Pair p
 // are not loaded (two of the six loads of four candidates; the same bits).
 [[gnu::target("avx2")]] void contact_candidates_avx2(const double* x, const double* y, const double* r,
                                                      const Pair* block, std::size_t size, double speculative,
-                                                     double same, Parting parting, std::vector<std::uint32_t>& hits) {
+                                                     double same, Misses misses, std::vector<std::uint32_t>& hits) {
   const __m256d spec = _mm256_set1_pd(speculative);
   const __m256d same_reach = _mm256_set1_pd(same + same);
   const __m256d same_near = _mm256_add_pd(same_reach, spec);
-  const __m256d zero = _mm256_setzero_pd(), speed2 = _mm256_set1_pd(parting.speed2);
+  const __m256d zero = _mm256_setzero_pd(), speed2 = _mm256_set1_pd(misses.speed2), h = _mm256_set1_pd(misses.h);
   std::size_t k = 0;
   for (; k + 4 <= size; k += 4) {
     const Pair* p = block + k;
@@ -107,16 +115,18 @@ inline bool is_contact(const double* x, const double* y, const double* r, Pair p
     const __m256d near = same > 0.0 ? same_near : _mm256_add_pd(reach, spec);
     const __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
     __m256d hit = _mm256_cmp_pd(d2, _mm256_mul_pd(near, near), _CMP_LT_OQ);
-    if (parting.vx != nullptr && _mm256_movemask_pd(hit) != 0) {
+    if (misses.vx != nullptr && _mm256_movemask_pd(hit) != 0) {
       const __m256d apart = _mm256_and_pd(hit, _mm256_cmp_pd(d2, _mm256_mul_pd(reach, reach), _CMP_GT_OQ));
       if (_mm256_movemask_pd(apart) != 0) {
-        const __m256d closing = _mm256_add_pd(
-            _mm256_mul_pd(_mm256_sub_pd(lanes_b(parting.vx, p), lanes_a(parting.vx, p)), dx),
-            _mm256_mul_pd(_mm256_sub_pd(lanes_b(parting.vy, p), lanes_a(parting.vy, p)), dy));
-        const __m256d parts = _mm256_and_pd(
-            _mm256_cmp_pd(closing, zero, _CMP_GT_OQ),
-            _mm256_cmp_pd(_mm256_mul_pd(closing, closing), _mm256_mul_pd(speed2, d2), _CMP_GT_OQ));
-        hit = _mm256_andnot_pd(_mm256_and_pd(apart, parts), hit);
+        const __m256d c = _mm256_add_pd(
+            _mm256_mul_pd(_mm256_sub_pd(lanes_b(misses.vx, p), lanes_a(misses.vx, p)), dx),
+            _mm256_mul_pd(_mm256_sub_pd(lanes_b(misses.vy, p), lanes_a(misses.vy, p)), dy));
+        const __m256d d = _mm256_sqrt_pd(d2);
+        const __m256d miss = _mm256_and_pd(
+            _mm256_cmp_pd(_mm256_mul_pd(c, c), _mm256_mul_pd(speed2, d2), _CMP_GT_OQ),
+            _mm256_cmp_pd(_mm256_add_pd(_mm256_sub_pd(d2, _mm256_mul_pd(reach, d)), _mm256_mul_pd(c, h)), zero,
+                          _CMP_GT_OQ));
+        hit = _mm256_andnot_pd(_mm256_and_pd(apart, miss), hit);
       }
     }
     for (int bits = _mm256_movemask_pd(hit); bits != 0; bits &= bits - 1)
@@ -124,7 +134,7 @@ inline bool is_contact(const double* x, const double* y, const double* r, Pair p
   }
   _mm256_zeroupper();  // the code after the lanes is not AVX (as in resolve.cpp's run_avx2)
   for (; k < size; ++k)
-    if (is_contact(x, y, r, block[k], speculative, parting)) hits.push_back(static_cast<std::uint32_t>(k));
+    if (is_contact(x, y, r, block[k], speculative, misses)) hits.push_back(static_cast<std::uint32_t>(k));
 }
 
 // What collide's second pass reads of the bodies.
@@ -527,7 +537,7 @@ std::uint64_t contacts_made_ahead(bool per_contact) { return made_ahead[per_cont
 
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
                       double speculative, bool points, Contacts& out, const VerletStart* start, double same_radius,
-                      double parting_speed) {
+                      double resting, double h) {
   const std::size_t nb = candidates.blocks.size();
   const double* const x = b.x.data();
   const double* const y = b.y.data();
@@ -539,20 +549,19 @@ std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Co
   // (four at a time in lanes where the processor has them), keeping the
   // list of the collide before.
   const bool lanes = simd_in_use();
-  // An elastic gas's list leaves out the speculative pairs that part
-  // (is_contact, leaves_parting).
-  const Parting parting = leaves_parting(colouring, start, parting_speed)
-                              ? Parting{b.vx.data(), b.vy.data(), parting_speed * parting_speed}
-                              : Parting{};
-  for_blocks(nb, 1, [&, x, y, r, speculative, same_radius, parting](std::size_t blk, std::size_t, std::size_t) {
+  // An elastic gas's list leaves out the speculative pairs that miss the
+  // substep (is_contact, leaves_misses).
+  const Misses misses =
+      leaves_misses(colouring, start, resting) ? Misses{b.vx.data(), b.vy.data(), resting * resting, h} : Misses{};
+  for_blocks(nb, 1, [&, x, y, r, speculative, same_radius, misses](std::size_t blk, std::size_t, std::size_t) {
     const Pair* const block = candidates.blocks[blk].data();
     const std::size_t size = candidates.blocks[blk].size();
     std::vector<std::uint32_t>& hits = out.block_contacts[blk].hits;
     std::swap(hits, out.block_contacts[blk].last_hits);
     hits.clear();
-    if (lanes) return contact_candidates_avx2(x, y, r, block, size, speculative, same_radius, parting, hits);
+    if (lanes) return contact_candidates_avx2(x, y, r, block, size, speculative, same_radius, misses, hits);
     for (std::size_t k = 0; k < size; ++k)
-      if (is_contact(x, y, r, block[k], speculative, parting)) hits.push_back(static_cast<std::uint32_t>(k));
+      if (is_contact(x, y, r, block[k], speculative, misses)) hits.push_back(static_cast<std::uint32_t>(k));
   });
   // Each block's first contact: the counts in block order.
   out.block_count.assign(nb + 1, 0);

@@ -391,16 +391,18 @@ struct VerletStart {
   const double* vx;
   const double* vy;
 };
-/// Whether collide leaves out the speculative pairs that part: a list left
-/// uncoloured (a gas: Colouring::per_contact), not Verlet's, with a parting
-/// speed (>= 0: the resting speed in an elastic world; the world passes -1
-/// below e = 1). Such pairs meet within the substep only where an impact or
-/// a push turns them, and then the next substep's impact pass takes them
-/// whole; below e = 1 that bounce, where a contact's soft passes would have
-/// taken the blow, left the 10k pile 10-500 times the kinetic energy at step
-/// 600 (it settled 200 steps later).
-inline bool leaves_parting(const Colouring& colouring, const VerletStart* start, double parting) {
-  return colouring.per_contact && start == nullptr && parting >= 0.0;
+/// Whether collide leaves out the speculative pairs that miss the substep
+/// (moving along their normal faster than the resting speed and not meeting
+/// within it): a list left uncoloured (a gas: Colouring::per_contact), not
+/// Verlet's, in an elastic world (the world passes a resting speed >= 0,
+/// and -1 below e = 1). In an elastic world such a pair does nothing in the
+/// substep unless an impact or a push turns it, and then the next
+/// substep's impact pass takes it whole. Below e = 1 that bounce, where a
+/// contact's soft passes would have taken the blow, left the 10k pile
+/// (a gas while it falls) 10-500 times the kinetic energy at step 600 (it
+/// settled 200 steps later).
+inline bool leaves_misses(const Colouring& colouring, const VerletStart* start, double resting) {
+  return colouring.per_contact && start == nullptr && resting >= 0.0;
 }
 
 /// Narrow phase: the candidate pairs whose gap is below `speculative` (0:
@@ -412,11 +414,12 @@ inline bool leaves_parting(const Colouring& colouring, const VerletStart* start,
 /// approach along it (`bounce`), the mass shares, the pair and the point.
 /// `same_radius` (> 0): every body has this radius, so the test that finds
 /// the contacts among the candidates does not load the radii. Where
-/// leaves_parting, the pairs apart that part faster than `parting` (m/s)
-/// are left out: it reads the velocities (-1: none left out).
+/// leaves_misses (`resting` >= 0, the resting speed in m/s; -1: never), the
+/// pairs apart that miss the substep `h` are left out: it reads the
+/// velocities.
 std::uint64_t collide(const BodyStore& b, const PairBlocks& candidates, const Colouring& colouring,
                       double speculative, bool points, Contacts& contacts, const VerletStart* start = nullptr,
-                      double same_radius = 0.0, double parting = -1.0);
+                      double same_radius = 0.0, double resting = -1.0, double h = 0.0);
 
 /// The warm values of contacts `ahead` made by collide while `from`, the
 /// substep before's, were still being relaxed (ahead carried no warm values
@@ -494,6 +497,12 @@ std::uint64_t indexes_beside();
 /// Same bits either way; tests check that. Call between steps only.
 void allow_repair_ahead(bool allowed);
 std::uint64_t repairs_made_ahead();
+/// Whether an elastic gas's narrow phase may leave out the speculative pairs
+/// that miss the substep (leaves_misses; the default), so tests can check
+/// the soft pass's rule for impacts it did not see on their own (a gas
+/// whose list is coloured, where some bodies carry load, has them as
+/// contacts). Call between steps only.
+void allow_leaving_misses(bool allowed);
 /// Tests: which arena World's step runs in where the world adapts its threads
 /// (WorldConfig::adapt_threads): as measured (ThreadChoice, the default), its
 /// threads and one thread by turns, step by step, or one thread always. Call

@@ -112,6 +112,9 @@ constexpr std::size_t kOverlapBelow = std::size_t{1} << 17;
 // Tests and measurements: whether the repair of the pair list may be made
 // with the next contacts while relax runs, and how many have been.
 std::atomic<bool> repair_ahead_allowed{true};
+// Tests: whether an elastic gas's narrow phase may leave out the pairs that
+// miss the substep (leaves_misses).
+std::atomic<bool> misses_allowed{true};
 std::atomic<std::uint64_t> repairs_ahead{0};
 constexpr double kContactDamping = 10.0;
 // The soft bias pushes overlapping bodies apart at most this many smallest
@@ -205,6 +208,7 @@ Status check_params(const Params& p) {
 }  // namespace
 
 void allow_repair_ahead(bool allowed) { repair_ahead_allowed.store(allowed, std::memory_order_relaxed); }
+void allow_leaving_misses(bool allowed) { misses_allowed.store(allowed, std::memory_order_relaxed); }
 std::uint64_t repairs_made_ahead() { return repairs_ahead.load(std::memory_order_relaxed); }
 namespace {
 std::atomic<ThreadTurns> thread_turns{ThreadTurns::kMeasured};
@@ -426,7 +430,8 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.resting = resting;
   ctx.cascade_resting = p.restitution < 1.0 ? kCascadeResting * resting : resting;
   ctx.unseen_impact = p.restitution < 1.0 ? std::numeric_limits<double>::infinity() : resting;
-  const double parting = p.restitution < 1.0 ? -1.0 : resting;  // collide (leaves_parting)
+  const double misses_from =  // collide (leaves_misses)
+      p.restitution < 1.0 || !misses_allowed.load(std::memory_order_relaxed) ? -1.0 : resting;
   ctx.iterations = p.iterations;
   ctx.bounds = p.bounds;
   // Box2D v3's soft contact (see contact_rate).
@@ -492,7 +497,7 @@ void WorldState::step_substeps(StepStats& st) {
     if (!collided_ahead) {
       const VerletStart start{d.px.data(), d.py.data(), bodies.vx.data(), bodies.vy.data()};
       st.contacts += collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.contacts,
-                             verlet ? &start : nullptr, d.same_radius, parting);
+                             verlet ? &start : nullptr, d.same_radius, misses_from, h);
     }
     if (!verlet) collide_walls(bodies, p.bounds, d.speculative, d.walls, d.contacts.slots());
     st.seconds.collide += seconds_since(t);
@@ -524,9 +529,9 @@ void WorldState::step_substeps(StepStats& st) {
     // thread, before them (not a restored list's: its repair rebuilds the
     // list, which reads the warm values relax writes).
     // Not where the narrow phase reads the velocities relax writes
-    // (leaves_parting: an elastic gas's list).
+    // (leaves_misses: an elastic gas's list).
     const bool may_ahead = may_overlap && sub + 1 < p.substeps && !d.contacts.slotted &&
-                           !leaves_parting(d.colouring, nullptr, parting);
+                           !leaves_misses(d.colouring, nullptr, misses_from);
     const bool try_repair = !verlet && sub + 1 < p.substeps && d.anchors.far(moved_after_move);
     const bool repair_ahead = may_ahead && try_repair && d.anchors.restored() == nullptr &&
                               repair_ahead_allowed.load(std::memory_order_relaxed);
@@ -571,7 +576,7 @@ void WorldState::step_substeps(StepStats& st) {
           t0 = Clock::now();
         }
         made = collide(bodies, d.pairs, d.colouring, d.speculative, p.record_events, d.ahead, nullptr,
-                       d.same_radius, parting);
+                       d.same_radius, misses_from, h);
         collide_seconds = seconds_since(t0);
         collided = true;
       });
