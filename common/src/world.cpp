@@ -428,10 +428,13 @@ void WorldState::step_substeps(StepStats& st) {
   ctx.inv_h = 1.0 / h;
   ctx.restitution = p.restitution;
   ctx.resting = resting;
-  ctx.cascade_resting = p.restitution < 1.0 ? kCascadeResting * resting : resting;
-  ctx.unseen_impact = p.restitution < 1.0 ? std::numeric_limits<double>::infinity() : resting;
-  const double misses_from =  // collide (leaves_misses)
-      p.restitution < 1.0 || !misses_allowed.load(std::memory_order_relaxed) ? -1.0 : resting;
+  // An elastic world (e = 1) keeps every impact whole, its energy exact:
+  // the cascade's bar, the soft pass's unseen impacts and the narrow
+  // phase's misses (leaves_misses) all follow from it.
+  const bool elastic = !(p.restitution < 1.0);
+  ctx.cascade_resting = elastic ? resting : kCascadeResting * resting;
+  ctx.unseen_impact = elastic ? resting : std::numeric_limits<double>::infinity();
+  const double misses_from = elastic && misses_allowed.load(std::memory_order_relaxed) ? resting : -1.0;
   ctx.iterations = p.iterations;
   ctx.bounds = p.bounds;
   // Box2D v3's soft contact (see contact_rate).
