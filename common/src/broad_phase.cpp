@@ -192,10 +192,16 @@ std::size_t set_serial_sort_below(std::size_t bodies) {
   return serial_sort_below.exchange(bodies, std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<std::uint64_t> next_generation{1};
+}  // namespace
+
 void PairBlocks::renew() {
-  static std::atomic<std::uint64_t> next{1};
-  generation = next.fetch_add(1, std::memory_order_relaxed);
+  generation = next_generation.fetch_add(1, std::memory_order_relaxed);
+  base = generation;
 }
+
+void PairBlocks::extend() { generation = next_generation.fetch_add(1, std::memory_order_relaxed); }
 
 std::vector<Pair> PairBlocks::flatten() const {
   std::vector<Pair> all;

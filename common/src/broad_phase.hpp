@@ -35,7 +35,11 @@ struct PairBlocks {
   /// given by whatever writes it (renew()); 0: not known (never taken as
   /// the same list by collide).
   std::uint64_t generation = 0;
+  /// The list this one extends: a fresh list's own generation, kept by
+  /// extend() (a repair appends a block and changes none before it).
+  std::uint64_t base = 0;
   void renew();
+  void extend();
   /// The whole list in order (tests, tools).
   std::vector<Pair> flatten() const;
   /// Candidate index of each block's first pair, and the count at the end

@@ -42,7 +42,7 @@ constexpr std::size_t kExtraPairs = 2048;
 // where it is not. Candidate indices of the pairs already there stay.
 void append_pairs(std::vector<Pair> extra, PairBlocks& pairs, Colouring& colouring) {
   if (extra.empty()) return;
-  pairs.renew();
+  pairs.extend();
   pairs.count += extra.size();
   pairs.blocks.push_back(std::move(extra));
   const auto count = static_cast<std::uint32_t>(pairs.count);

@@ -168,6 +168,19 @@ struct Contacts {
   // where the velocity passes are shared among threads (kSharedPassesFrom);
   // else the slots are the storage indices.
   bool slotted = false;
+  // A large world's narrow phase reads the bodies in slot order (see
+  // collide): each candidate's two slots, block by block, for the pair list
+  // `base` (PairBlocks::base; its first `blocks` blocks, a repair's appended
+  // after), each slot's body, and the bodies' radii and masses (made with
+  // the list: an edit of those rebuilds it) and positions (each collide)
+  // at their slots.
+  struct SlotInputs {
+    std::uint64_t base = 0;
+    std::size_t blocks = 0;
+    std::vector<std::vector<Pair>> pairs;
+    std::vector<std::uint32_t> body;
+    std::vector<double> x, y, r, m;
+  } slot_inputs;
   std::vector<Vec2> point;               // radius-weighted contact point at detection (events)
   std::vector<std::uint32_t> colour_begin;  // contact index where colour k starts; size colours + 1
   std::vector<std::uint32_t> block_count;   // scratch: first contact of each candidate block
@@ -269,6 +282,7 @@ struct Contacts {
     std::vector<Vec2>().swap(point);
     std::vector<Block>().swap(block_contacts);
     std::vector<std::uint32_t>().swap(order);
+    slot_inputs = {};
     by_body_current = false;
     colour_begin.clear();
   }
@@ -477,6 +491,12 @@ std::uint64_t contacts_made_ahead(bool per_contact);
 /// started. Same bits either way; tests check that. Call between steps only.
 void allow_contact_refresh(bool allowed);
 std::uint64_t contact_refreshes();
+/// From how many bodies collide reads the bodies in slot order
+/// (Contacts::SlotInputs; kSlotInputsFrom by default), returning the value
+/// before, and how many collides have since the program started. Same bits
+/// either way; tests check that. Call between steps only.
+std::size_t set_slot_inputs_from(std::size_t bodies);
+std::uint64_t slot_input_collides();
 /// How many substeps have coloured their own contacts (a list left
 /// uncoloured, Colouring::per_contact) since the program started; for tests.
 std::uint64_t contact_colourings();
