@@ -313,8 +313,9 @@ struct Shares {
   std::size_t h = 0;
   for (; h + 4 <= n; h += 4) {
     const Pair p[4] = {block[hits[h]], block[hits[h + 1]], block[hits[h + 2]], block[hits[h + 3]]};
-    // Where the bodies are read in slot order (in.slot_order), the pairs'
-    // slots index them.
+    // Where collide reads the bodies in slot order (Contacts::SlotInputs:
+    // `in` holds them at the slots), the candidates' slots index them, and
+    // are the contacts' slots.
     const Pair s[4] = {at_slots ? at_slots[hits[h]] : p[0], at_slots ? at_slots[hits[h + 1]] : p[1],
                        at_slots ? at_slots[hits[h + 2]] : p[2], at_slots ? at_slots[hits[h + 3]] : p[3]};
     const __m256d xa = lanes_a(x, s), xb = lanes_b(x, s), ya = lanes_a(y, s), yb = lanes_b(y, s);
